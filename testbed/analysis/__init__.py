@@ -1,0 +1,1 @@
+"""Analysis over the store: pandas frames, rates with confidence intervals, report tables."""

@@ -1,0 +1,89 @@
+"""Turn agent specs into backends, starting each managed vLLM server once and stopping it after."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from testbed.backends.base import Backend, Capabilities
+from testbed.backends.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, prepare_embedded_model
+from testbed.backends.openai_http import OpenAICompatibleBackend
+from testbed.specs.agent import AgentSpec
+
+VLLM_CAPABILITIES = Capabilities(continue_user_turn=True, structured_output=True)
+
+
+def served_model_name(spec: AgentSpec) -> str:
+    """The name the model is requested under (the embedded model has a fixed one)."""
+    return EMBEDDED_NAME if spec.model in EMBEDDED_ALIASES else spec.model
+
+
+def capabilities_of(spec: AgentSpec) -> Capabilities:
+    """What the agent's backend can do, known without contacting it."""
+    if spec.backend in ("vllm", "scripted"):
+        return VLLM_CAPABILITIES
+    declared = spec.capabilities
+    return Capabilities(**declared.model_dump()) if declared else Capabilities()
+
+
+class BackendPool:
+    """Owns the backends of a run and the vLLM servers started for them.
+
+    Agents with the same managed model and server settings share one server. Use as an async
+    context manager: servers are stopped on exit, whether the run finished, failed or was cancelled.
+    """
+
+    def __init__(self) -> None:
+        self._servers: dict[tuple, object] = {}
+        self._backends: list[Backend] = []
+
+    async def backend_for(self, spec: AgentSpec) -> Backend:
+        """A started backend for the agent; starts a managed vLLM server on first need."""
+        if spec.backend == "scripted":
+            from testbed.backends.scripted import ScriptedBackend
+
+            backend: Backend = ScriptedBackend(list(spec.outputs or []), name=spec.name, model=spec.model)
+        else:
+            base_url = spec.base_url or await self._managed_url(spec)
+            backend = OpenAICompatibleBackend(
+                base_url=base_url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
+                capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
+                max_retries=spec.max_retries,
+            )
+        self._backends.append(backend)
+        await backend.start()
+        return backend
+
+    async def _managed_url(self, spec: AgentSpec) -> str:
+        from testbed.backends.vllm_server import VLLMServer
+
+        key = (spec.model, spec.server.model_dump_json())
+        if key not in self._servers:
+            path = str(await asyncio.to_thread(prepare_embedded_model)) if spec.model in EMBEDDED_ALIASES else spec.model
+            server = VLLMServer(
+                model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
+                dtype=spec.server.dtype, port=spec.server.port, extra_args=spec.server.extra_args,
+                startup_timeout_s=spec.server.startup_timeout_s,
+            )
+            self._servers[key] = server
+            await asyncio.to_thread(server.start)
+        return self._servers[key].base_url
+
+    @property
+    def servers(self) -> Iterable[object]:
+        """The servers this pool started."""
+        return self._servers.values()
+
+    async def close(self) -> None:
+        """Close every backend and stop every server this pool started."""
+        for backend in self._backends:
+            await backend.close()
+        for server in self._servers.values():
+            await asyncio.to_thread(server.stop)
+        self._servers.clear()
+
+    async def __aenter__(self) -> "BackendPool":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

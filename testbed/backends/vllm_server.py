@@ -1,0 +1,148 @@
+"""Start, watch and stop a vLLM OpenAI server process for one model.
+
+The server is tied to the testbed process: it is stopped on normal exit, on errors and on Ctrl-C,
+and the kernel sends it SIGTERM if the testbed is killed outright (PR_SET_PDEATHSIG), so a
+`kill -9` never leaves a stray server holding memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed.backends.base import BackendUnavailable
+from testbed.backends.embedded import cache_root
+
+CPU_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "2",
+    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+}
+QUIET_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def vllm_flavour() -> str:
+    """`cpu` when the vllm-cpu build is installed, `gpu` for regular vllm, `missing` otherwise."""
+    for dist, flavour in (("vllm-cpu", "cpu"), ("vllm", "gpu")):
+        try:
+            importlib.metadata.version(dist)
+            return flavour
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "missing"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setsid()
+
+
+@dataclass
+class VLLMServer:
+    """A vLLM OpenAI server process the testbed owns for the length of a run."""
+
+    model_path: str
+    served_name: str
+    max_model_len: int = 2048
+    dtype: str | None = None
+    port: int | None = None
+    extra_args: list[str] = field(default_factory=list)
+    startup_timeout_s: float = 600.0
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL of the running server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        """The exact command line that starts the server (the `vllm` CLI is absent in vllm-cpu)."""
+        flavour = vllm_flavour()
+        dtype = self.dtype or ("float32" if flavour == "cpu" else "auto")
+        cmd = [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", self.model_path, "--served-model-name", self.served_name,
+            "--dtype", dtype, "--max-model-len", str(self.max_model_len),
+            "--host", "127.0.0.1", "--port", str(self.port),
+        ]
+        if flavour == "cpu":
+            cmd.append("--enforce-eager")
+        return cmd + list(self.extra_args)
+
+    def start(self) -> None:
+        """Launch the server and block until /health answers, or raise with the log's tail."""
+        if vllm_flavour() == "missing":
+            raise BackendUnavailable("vLLM is not installed: install the project with the `cpu` or `gpu` extra")
+        self.port = self.port or free_port()
+        logs = cache_root() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log_path = logs / f"vllm-{self.served_name}-{self.port}.log"
+        env = {**os.environ, **QUIET_ENV}
+        if vllm_flavour() == "cpu":
+            env = {**CPU_ENV, **env}
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent
+            )
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"http://127.0.0.1:{self.port}/health"
+        while time.monotonic() < deadline:
+            if self.process is None:
+                raise BackendUnavailable(f"vLLM server for {self.model_path} was stopped during start-up")
+            if self.process.poll() is not None:
+                raise BackendUnavailable(
+                    f"vLLM server for {self.model_path} exited with code {self.process.returncode} during start-up; "
+                    f"log {self.log_path}:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(1.0)
+        self.stop()
+        raise BackendUnavailable(
+            f"vLLM server at {url} was not healthy after {self.startup_timeout_s:g}s; log {self.log_path}"
+        )
+
+    def log_tail(self, lines: int = 25) -> str:
+        """The last lines the server wrote, for error messages."""
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """Stop the server and everything it spawned: SIGTERM to its process group, SIGKILL after grace."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        except ProcessLookupError:
+            pass

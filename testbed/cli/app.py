@@ -1,0 +1,160 @@
+"""`testbed`: run scenarios, list runs, report results, prepare the embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from testbed.backends.base import BackendError
+from testbed.specs.errors import SpecError
+from testbed.store.sqlite_store import StoreError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="usersim testbed: simulated users, measured.")
+console = Console()
+err_console = Console(stderr=True)
+
+StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="SQLite store (default $TESTBED_STORE or .testbed/store.sqlite)")]
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one clear error and exit non-zero."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def open_store(path: Path | None):
+    """Open the store, turning a bad file into a clear error."""
+    from testbed.store import Store
+
+    try:
+        return Store(path)
+    except (StoreError, OSError) as exc:
+        fail(str(exc))
+    except Exception as exc:  # sqlite3.DatabaseError and friends
+        fail(f"cannot open store {path}: {exc}")
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="scenario spec: a YAML path or a built-in name (e.g. probe-gsm8k)")],
+    assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
+    user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user, replacing the scenario's")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="number of dataset items")] = None,
+    run_id: Annotated[Optional[str], typer.Option("--run-id", help="run id (default: scenario name + spec hash, so reruns resume)")] = None,
+    store: StoreOpt = None,
+    report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Run a scenario (or resume it: finished episodes are kept, the rest are done)."""
+    from testbed.runner import run_scenario
+    from testbed.specs.loader import load_scenario
+
+    try:
+        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit)
+    except (SpecError, FileNotFoundError) as exc:
+        fail(str(exc))
+    db = open_store(store)
+    try:
+        summary = asyncio.run(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet))
+    except (SpecError, StoreError) as exc:
+        fail(str(exc))
+    except BackendError as exc:
+        fail(f"{exc.reason}\nEpisodes finished before this are kept in {db.path}; run the same command again to resume.")
+    except KeyboardInterrupt:
+        fail(f"interrupted; finished episodes are kept in {db.path}; run the same command again to resume.", 130)
+    console.print(
+        f"run [bold]{summary.run_id}[/]: {summary.done}/{summary.planned} episodes done, {summary.errors} errors, "
+        f"{summary.skipped} already finished before this invocation ({summary.status}); store {db.path}"
+    )
+    if report:
+        _print_report(db, summary.run_id, "table")
+    if summary.status != "done":
+        raise typer.Exit(1)
+
+
+@app.command()
+def runs(store: StoreOpt = None) -> None:
+    """List the runs in the store, newest first."""
+    db = open_store(store)
+    table = Table(title=f"runs in {db.path}")
+    for col in ("run id", "scenario", "status", "done", "errors", "planned", "started", "finished"):
+        table.add_column(col)
+    for r in db.runs():
+        table.add_row(r["run_id"], r["scenario"], r["status"], str(r["done"] or 0), str(r["errors"] or 0),
+                      str(r["planned_episodes"]), r["started_at"][:19], (r["finished_at"] or "")[:19])
+    console.print(table)
+
+
+def _print_report(db, run_id: str, fmt: str) -> None:
+    from testbed.analysis.render import as_rich_table, render
+    from testbed.analysis.report import error_reasons, report_frame
+
+    try:
+        meta = db.run(run_id)
+    except StoreError as exc:
+        fail(str(exc))
+    frame = report_frame(db, meta["run_id"])
+    if fmt == "table":
+        console.print(as_rich_table(frame, f"{meta['run_id']} ({meta['status']})"))
+        for reason, n in error_reasons(db, meta["run_id"]):
+            console.print(f"[red]{n} episode(s) failed:[/] {reason}", highlight=False)
+    else:
+        sys.stdout.write(render(frame, fmt) + "\n")
+
+
+@app.command()
+def report(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
+    store: StoreOpt = None,
+) -> None:
+    """Print what a run measured, per model × dataset × mode × temperature."""
+    from testbed.analysis.render import FORMATS
+
+    if format not in FORMATS:
+        fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
+    _print_report(open_store(store), run_id, format)
+
+
+@app.command()
+def show(
+    spec: Annotated[str, typer.Argument(help="scenario spec: a YAML path or a built-in name")],
+    assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant")] = None,
+    user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user")] = None,
+) -> None:
+    """Print the fully resolved scenario (agents and prompts included) and its run id."""
+    from testbed.runner import default_run_id
+    from testbed.specs.loader import load_scenario
+
+    try:
+        scenario = load_scenario(spec, assistant=assistant, user=user)
+    except (SpecError, FileNotFoundError) as exc:
+        fail(str(exc))
+    sys.stdout.write(json.dumps({"run_id": default_run_id(scenario), **scenario.as_dict()}, indent=2) + "\n")
+
+
+@app.command("prepare-model")
+def prepare_model(force: Annotated[bool, typer.Option(help="convert again even if cached")] = False) -> None:
+    """Convert the embedded SmolLM2-135M-Instruct to a folder vLLM can serve (once; cached)."""
+    from testbed.backends.embedded import prepare_embedded_model
+
+    try:
+        path = prepare_embedded_model(force=force)
+    except RuntimeError as exc:
+        fail(str(exc))
+    console.print(f"embedded model ready at {path}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    app()

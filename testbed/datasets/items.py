@@ -1,0 +1,26 @@
+"""A benchmark item as every scenario sees it: stable id, prompt messages, reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DatasetItem:
+    """One benchmark question.
+
+    `item_id` is stable across machines and releases of the testbed (derived from the source's
+    own key or from a hash of the question), so episode ids built on it make runs resumable.
+    `reference` is what `score_answer` needs (the number, the letter, the instruction list).
+    """
+
+    dataset: str
+    item_id: str
+    messages: list[dict[str, str]]
+    reference: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def question(self) -> str:
+        """The text of the last user message: the request the simulated user would repeat."""
+        return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")

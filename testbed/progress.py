@@ -1,0 +1,37 @@
+"""Live progress for long work: done/total, errors so far, generated tokens per second."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+class EpisodeProgress:
+    """A rich progress bar over episodes; silent when disabled (tests, --quiet)."""
+
+    def __init__(self, description: str, total: int, *, console: Console | None = None, enabled: bool = True):
+        self.errors = 0
+        self.tokens = 0
+        self._started = time.perf_counter()
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"), TextColumn("{task.fields[rate]} tok/s"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
+        )
+        self._task = self._progress.add_task(description, total=total, errors=0, rate="0")
+
+    def advance(self, *, error: bool, tokens: int) -> None:
+        """Count one finished episode."""
+        self.errors += int(error)
+        self.tokens += tokens
+        rate = self.tokens / max(time.perf_counter() - self._started, 1e-9)
+        self._progress.update(self._task, advance=1, errors=self.errors, rate=f"{rate:,.1f}")
+
+    def __enter__(self) -> "EpisodeProgress":
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()

@@ -1,0 +1,123 @@
+"""Runs a scenario into the store: plans episodes, skips finished ones, shows progress, cleans up.
+
+The order of checks is deliberate: the spec, the dataset and the backends' capabilities are
+checked before any server starts, and servers are checked before any episode runs, so bad input
+fails in seconds and a resumed run never loses or repeats a finished episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from testbed.backends.base import BackendError
+from testbed.backends.factory import BackendPool, capabilities_of
+from testbed.datasets import DatasetItem, load_items
+from testbed.participants import Assistant, SimulatedUser
+from testbed.progress import EpisodeProgress
+from testbed.provenance import git_revision, package_versions
+from testbed.scenarios.probe import ProbeItemRunner, ProbeVariant, plan_item
+from testbed.specs.errors import SpecError
+from testbed.specs.loader import ResolvedScenario
+from testbed.store import EpisodeOutcome, Store
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a run ended: counts over the whole run, not just this invocation."""
+
+    run_id: str
+    planned: int
+    skipped: int
+    done: int
+    errors: int
+    status: str
+
+
+def default_run_id(scenario: ResolvedScenario) -> str:
+    """The same spec gives the same run id, so running it again resumes it."""
+    return f"{scenario.spec.name}-{scenario.fingerprint()}"
+
+
+def check_capabilities(scenario: ResolvedScenario) -> None:
+    """Refuse a user mode the user agent's backend cannot do, before anything starts."""
+    if "raw" in scenario.spec.user_modes and not capabilities_of(scenario.user.spec).continue_user_turn:
+        raise SpecError(
+            scenario.path, "user_modes",
+            f"user mode `raw` needs a backend that continues the user turn; agent {scenario.user.spec.name} "
+            f"({scenario.user.path}) uses backend `{scenario.user.spec.backend}` without that capability",
+            "use a vLLM agent for the user, or user_modes: [instructed]",
+        )
+
+
+def plan(scenario: ResolvedScenario) -> list[tuple[DatasetItem, list[ProbeVariant]]]:
+    """Load the items and expand every one into its variants."""
+    sel = scenario.spec.items
+    try:
+        items = load_items(scenario.spec.dataset, limit=sel.limit, seed=sel.seed)
+    except ValueError as exc:
+        raise SpecError(scenario.path, "dataset", str(exc), "use a known dataset name") from None
+    return [(item, plan_item(scenario, item)) for item in items]
+
+
+async def run_scenario(
+    scenario: ResolvedScenario, store: Store, *, run_id: str | None = None, console: Console | None = None, show_progress: bool = True
+) -> RunSummary:
+    """Run (or resume) a probe scenario; every finished episode is committed as it finishes."""
+    check_capabilities(scenario)
+    planned = plan(scenario)
+    run_id = run_id or default_run_id(scenario)
+    total = sum(len(v) for _, v in planned)
+    store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
+                    fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(), planned=total)
+    done = store.done_episode_ids(run_id)
+    pending = [(item, [v for v in variants if v.key.episode_id not in done]) for item, variants in planned]
+    pending = [(item, vs) for item, vs in pending if vs]
+    todo = sum(len(vs) for _, vs in pending)
+    status = "interrupted"
+    try:
+        if todo:
+            await _execute(scenario, store, run_id, pending, todo, console, show_progress)
+        counts = _counts(store, run_id)
+        status = "done" if counts["done"] == total else "incomplete"
+        return RunSummary(run_id, total, total - todo, counts["done"], counts["error"], status)
+    except BackendError:
+        status = "failed"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+
+
+async def _execute(scenario, store, run_id, pending, todo, console, show_progress) -> None:
+    async with BackendPool() as pool:
+        backends = {}
+        for role, agent in (("assistant", scenario.assistant), ("user", scenario.user)):
+            ident = agent.spec.model_dump_json()
+            backends[role] = backends.get(ident) or await pool.backend_for(agent.spec)
+            backends[ident] = backends[role]
+        assistant = Assistant(scenario.assistant, backends["assistant"])
+        users = {mode: SimulatedUser(scenario.user, backends["user"], mode, scenario.user_prompt) for mode in scenario.spec.user_modes}
+        with EpisodeProgress(f"{scenario.spec.name}", todo, console=console, enabled=show_progress) as progress:
+
+            def sink(outcome: EpisodeOutcome) -> None:
+                store.write_episode(run_id, outcome)
+                progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
+
+            runner = ProbeItemRunner(scenario, assistant, users, store.shared_answers(run_id),
+                                     lambda a: store.write_shared_answer(run_id, a), sink)
+            window = asyncio.Semaphore(max(scenario.assistant.spec.concurrency, 1))
+
+            async def one(item, variants):
+                async with window:
+                    await runner.run(item, variants)
+
+            await asyncio.gather(*(one(item, vs) for item, vs in pending))
+
+
+def _counts(store: Store, run_id: str) -> dict[str, int]:
+    rows = store.conn.execute("SELECT status, COUNT(*) FROM episodes WHERE run_id=? GROUP BY status", (run_id,))
+    counts = {"done": 0, "error": 0}
+    counts.update({r[0]: r[1] for r in rows})
+    return counts

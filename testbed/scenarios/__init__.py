@@ -1,0 +1,1 @@
+"""Scenario kinds: how a scenario spec expands into episodes and how one item's episodes run."""

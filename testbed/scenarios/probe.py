@@ -1,0 +1,120 @@
+"""The interaction-awareness probe: question → one assistant answer → user-turn variants.
+
+Episodes get stable ids (a hash of everything that shapes them), so a rerun of the same spec
+finds its finished episodes and only does what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+
+from testbed.backends.base import BackendError
+from testbed.datasets import DatasetItem, score_answer
+from testbed.participants import Assistant, SimulatedUser
+from testbed.scenarios.perturbations import perturb
+from testbed.specs.loader import ResolvedScenario
+from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
+from testbed.store.sqlite_store import message_from_row
+from testbed.transcript import Message, Transcript
+
+
+def stable_hash(*parts: object, length: int = 16) -> str:
+    """A short hex digest of JSON-encoded parts: the same inputs give the same id everywhere."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class ProbeVariant:
+    """One user-turn variant of an item: an episode to run."""
+
+    key: EpisodeKey
+    seed: int
+
+
+def answer_id(scenario: ResolvedScenario, item: DatasetItem) -> str:
+    """Id of the shared assistant answer of an item (same assistant, same item → same answer)."""
+    return stable_hash("answer", item.dataset, item.item_id, scenario.assistant.as_dict()["spec"], scenario.assistant.system_prompt)
+
+
+def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[ProbeVariant]:
+    """Every variant of one item, in a fixed order."""
+    spec, a, u = scenario.spec, scenario.assistant, scenario.user
+    user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
+    out = []
+    for mode in spec.user_modes:
+        for perturbation in spec.perturbations:
+            for temperature in spec.temperatures:
+                for sample in range(spec.samples_per_temperature):
+                    eid = stable_hash(spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
+                    key = EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, a.spec.model, u.spec.name, u.spec.model,
+                                     mode, temperature, sample, perturbation)
+                    out.append(ProbeVariant(key, int(eid[:8], 16)))
+    return out
+
+
+def initial_transcript(scenario: ResolvedScenario, item: DatasetItem) -> Transcript:
+    """System prompt (if the assistant has one) and the item's messages, speakers marked."""
+    t = Transcript()
+    if scenario.assistant.system_prompt:
+        t.append(Message("system", scenario.assistant.system_prompt, scenario.assistant.spec.name, 0))
+    for m in item.messages:
+        t.append(Message(m["role"], m["content"], "dataset", t.next_turn))
+    return t
+
+
+@dataclass
+class ProbeItemRunner:
+    """Runs the pending variants of one item and hands each finished episode to `sink`."""
+
+    scenario: ResolvedScenario
+    assistant: Assistant
+    users: dict[str, SimulatedUser]
+    shared: dict[str, dict]
+    save_answer: Callable[[SharedAnswer], None]
+    sink: Callable[[EpisodeOutcome], Awaitable[None] | None]
+
+    async def _answer(self, item: DatasetItem, transcript: Transcript) -> tuple[Message, float | None]:
+        aid = answer_id(self.scenario, item)
+        stored = self.shared.get(aid)
+        if stored is not None:
+            row = {**stored, "role": "assistant", "speaker": self.scenario.assistant.spec.name, "turn_index": transcript.next_turn, "reused_from": None}
+            return message_from_row(row), stored["task_score"]
+        message = await self.assistant.respond(transcript)
+        score = score_answer(item, message.content)
+        self.save_answer(SharedAnswer(aid, item.item_id, message, score))
+        self.shared[aid] = {"content": message.content, "task_score": score}
+        return message, score
+
+    async def run(self, item: DatasetItem, variants: list[ProbeVariant]) -> None:
+        """Generate (or reuse) the answer once, then every pending user-turn variant."""
+        base = initial_transcript(self.scenario, item)
+        try:
+            answer, score = await self._answer(item, base)
+        except BackendError as exc:
+            for v in variants:
+                await self._emit(EpisodeOutcome(v.key, base.messages, "error", "error", f"assistant: {exc.reason}"))
+            return
+        aid = answer_id(self.scenario, item)
+        await asyncio.gather(*(self._variant(item, base, answer, aid, score, v) for v in variants))
+
+    async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: ProbeVariant) -> None:
+        transcript = Transcript(list(base.messages))
+        shown = perturb(answer.content, v.key.perturbation)
+        transcript.append(replace(answer, content=shown, reused_from=aid))
+        user = self.users[v.key.user_mode]
+        try:
+            turn = await user.respond(transcript, temperature=v.key.temperature, max_tokens=self.scenario.spec.max_tokens, seed=v.seed)
+        except BackendError as exc:
+            await self._emit(EpisodeOutcome(v.key, transcript.messages, "error", "error", f"user: {exc.reason}", score, transcript.usage()))
+            return
+        transcript.append(turn)
+        await self._emit(EpisodeOutcome(v.key, transcript.messages, "done", "max_turns", None, score, transcript.usage()))
+
+    async def _emit(self, outcome: EpisodeOutcome) -> None:
+        result = self.sink(outcome)
+        if result is not None:
+            await result

@@ -1,0 +1,93 @@
+"""Agent specs: which backend and model play a role, with what sampling and system prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Strict(BaseModel):
+    """Base of every spec model: unknown fields are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SamplingSpec(Strict):
+    """Sampling parameters of an agent's generations."""
+
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1, le=32768)
+    seed: int | None = None
+
+
+class ServerSpec(Strict):
+    """How the testbed starts a managed vLLM server (ignored when `base_url` points at a running one)."""
+
+    max_model_len: int = Field(2048, ge=128)
+    dtype: str | None = None
+    port: int | None = Field(None, ge=1, le=65535)
+    extra_args: list[str] = Field(default_factory=list)
+    startup_timeout_s: float = Field(600.0, gt=0)
+
+
+class CapabilitiesSpec(Strict):
+    """Declared capabilities of a generic OpenAI-compatible server (vLLM's are known)."""
+
+    continue_user_turn: bool = False
+    structured_output: bool = False
+
+
+class AgentSpec(Strict):
+    """One agent: a model behind a backend, bound to a role by a scenario.
+
+    `backend: vllm` with no `base_url` means the testbed starts (and stops) the vLLM server itself;
+    `model: embedded` is the packaged SmolLM2-135M-Instruct. With `base_url` it reuses a running
+    server. `backend: openai` is any OpenAI-compatible server, whose key is read from the
+    environment variable named by `api_key_env`.
+    """
+
+    name: str = Field(min_length=1)
+    backend: Literal["vllm", "openai", "scripted"]
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    system_prompt_file: Path | None = None
+    sampling: SamplingSpec = SamplingSpec()
+    concurrency: int = Field(16, ge=1, le=4096)
+    timeout_s: float = Field(300.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    server: ServerSpec = ServerSpec()
+    capabilities: CapabilitiesSpec | None = None
+    outputs: list[str] | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL | fix: write it like http://127.0.0.1:8000/v1")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.replace("_", "").isalnum() or value.startswith("sk-")):
+            raise ValueError(
+                "looks like a key, not the name of an environment variable | fix: export the key and put the variable's name here"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> "AgentSpec":
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("@base_url backend `openai` needs base_url | fix: add base_url: http://HOST:PORT/v1")
+        if self.backend == "scripted" and self.outputs is None:
+            raise ValueError("@outputs backend `scripted` needs outputs | fix: add outputs: [..] (tests only)")
+        return self
+
+    @property
+    def managed(self) -> bool:
+        """True when the testbed must start the vLLM server for this agent."""
+        return self.backend == "vllm" and self.base_url is None

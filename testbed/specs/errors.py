@@ -1,0 +1,53 @@
+"""One clear message per bad spec: which file, which field, what is wrong, what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used; raised before any model is called."""
+
+    def __init__(self, path: Path | str, field: str, problem: str, fix: str):
+        self.path, self.field, self.problem, self.fix = str(path), field, problem, fix
+        super().__init__(f"{path}: field `{field}`: {problem}. Fix: {fix}")
+
+
+def spec_error_from_validation(path: Path | str, exc: ValidationError, model: type) -> SpecError:
+    """Turn pydantic's first error into a SpecError that names the field and the fix."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        parent = _model_at(model, err["loc"][:-1])
+        allowed = ", ".join(sorted(parent.model_fields)) if parent else "see the docs"
+        return SpecError(path, loc, "unknown field", f"remove or rename it; allowed here: {allowed}")
+    if kind == "missing":
+        return SpecError(path, loc, "required field is missing", f"add `{err['loc'][-1]}:` to the spec")
+    if kind == "value_error":
+        msg = err["msg"].removeprefix("Value error, ")
+        if msg.startswith("@"):
+            field, _, msg = msg[1:].partition(" ")
+            loc = ".".join([*(str(p) for p in err["loc"]), field])
+        problem, _, fix = msg.partition(" | fix: ")
+        return SpecError(path, loc, problem, fix or "correct the value")
+    return SpecError(path, loc, f"{err['msg']} (got {value!r})", "give a value of the right type")
+
+
+def _model_at(model: type, loc: tuple) -> type | None:
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        annotation = field.annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next((c for c in candidates if hasattr(c, "model_fields")), None)
+        if current is None:
+            return None
+    return current

@@ -1,0 +1,142 @@
+"""Read spec files, resolve the files they name, and validate everything before any model call."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from testbed.specs.agent import AgentSpec
+from testbed.specs.errors import SpecError, spec_error_from_validation
+from testbed.specs.scenario import ProbeScenarioSpec
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def builtin_dir(kind: str) -> Path:
+    """Where built-in specs of a kind live: inside the wheel, or at the checkout's top level."""
+    packaged = PACKAGE_ROOT / "_builtin" / kind
+    return packaged if packaged.is_dir() else PACKAGE_ROOT.parent / kind
+
+
+def resolve_spec_path(ref: str | Path, kind: str, *, relative_to: Path | None = None) -> Path:
+    """Find a spec by path (as given, or next to the spec naming it) or by built-in name."""
+    ref = Path(ref)
+    candidates = [ref]
+    if relative_to is not None and not ref.is_absolute():
+        candidates.append(relative_to / ref)
+    base = builtin_dir(kind)
+    candidates += [base / ref, base / ref.name, base / f"{ref.name}.yaml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    known = sorted(p.stem for p in base.glob("*.yaml")) if base.is_dir() else []
+    raise FileNotFoundError(f"no {kind[:-1]} spec {str(ref)!r}: give a path to a YAML file or a built-in name ({', '.join(known)})")
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping, naming the file and line when it is malformed."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(syntax)"
+        raise SpecError(path, where, f"not valid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax") from exc
+    if not isinstance(data, dict):
+        raise SpecError(path, "(top level)", "the file is not a YAML mapping", "write `key: value` lines")
+    return data
+
+
+def _prompt(path: Path, field: str, value: Path | None) -> str | None:
+    if value is None:
+        return None
+    target = value if value.is_absolute() else path.parent / value
+    if not target.is_file():
+        raise SpecError(path, field, f"prompt file {target} does not exist", "create it or correct the path (relative to this spec)")
+    return target.read_text()
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """An agent spec with its prompt text read, and the file it came from."""
+
+    spec: AgentSpec
+    path: Path
+    system_prompt: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything that defines the agent, for the store and for stable ids."""
+        return {"path": str(self.path), "spec": self.spec.model_dump(mode="json"), "system_prompt": self.system_prompt}
+
+
+def load_agent(ref: str | Path, *, relative_to: Path | None = None) -> ResolvedAgent:
+    """Load and validate one agent spec."""
+    path = resolve_spec_path(ref, "agents", relative_to=relative_to)
+    try:
+        spec = AgentSpec.model_validate(read_yaml(path))
+    except ValidationError as exc:
+        raise spec_error_from_validation(path, exc, AgentSpec) from None
+    return ResolvedAgent(spec, path, _prompt(path, "system_prompt_file", spec.system_prompt_file))
+
+
+@dataclass(frozen=True)
+class ResolvedScenario:
+    """A scenario with its agents and prompts resolved: everything a run needs, nothing implicit."""
+
+    spec: ProbeScenarioSpec
+    path: Path
+    assistant: ResolvedAgent
+    user: ResolvedAgent
+    user_prompt: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fully resolved spec, stored with the run."""
+        return {
+            "scenario": self.spec.model_dump(mode="json"),
+            "path": str(self.path),
+            "assistant": self.assistant.as_dict(),
+            "user": self.user.as_dict(),
+            "user_prompt": self.user_prompt,
+        }
+
+    def fingerprint(self) -> str:
+        """A short hash of everything that changes what a run generates."""
+        blob = self.as_dict()
+        for key in ("assistant", "user"):
+            blob[key] = {k: v for k, v in blob[key].items() if k != "path"}
+        blob.pop("path")
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def load_scenario(
+    ref: str | Path,
+    *,
+    assistant: str | Path | None = None,
+    user: str | Path | None = None,
+    limit: int | None = None,
+) -> ResolvedScenario:
+    """Load a scenario and its agents; command-line overrides replace the spec's own choices."""
+    path = resolve_spec_path(ref, "scenarios")
+    data = read_yaml(path)
+    if limit is not None:
+        data = {**data, "items": {**(data.get("items") or {}), "limit": limit}}
+    try:
+        spec = ProbeScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise spec_error_from_validation(path, exc, ProbeScenarioSpec) from None
+    agents = {}
+    for role, override in (("assistant", assistant), ("user", user)):
+        ref_ = override if override is not None else getattr(spec, role)
+        try:
+            agents[role] = load_agent(ref_, relative_to=None if override is not None else path.parent)
+        except FileNotFoundError as exc:
+            raise SpecError(path, role, str(exc), "point it at an agent spec file") from None
+    user_prompt = _prompt(path, "user_prompt_file", spec.user_prompt_file)
+    if "instructed" in spec.user_modes and user_prompt is None:
+        raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt", "add user_prompt_file: prompts/user-instructed.md")
+    return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt)

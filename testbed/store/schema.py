@@ -1,0 +1,73 @@
+"""The SQLite schema of the store; `SCHEMA_VERSION` changes whenever a table does."""
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    scenario TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    spec_json TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    versions_json TEXT NOT NULL,
+    git_revision TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    planned_episodes INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS episodes (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    episode_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    assistant_agent TEXT NOT NULL,
+    assistant_model TEXT NOT NULL,
+    user_agent TEXT NOT NULL,
+    user_model TEXT NOT NULL,
+    user_mode TEXT NOT NULL,
+    temperature REAL NOT NULL,
+    sample_index INTEGER NOT NULL,
+    perturbation TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'error')),
+    termination TEXT,
+    error_reason TEXT,
+    task_score REAL,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0,
+    finished_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, episode_id)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    speaker TEXT NOT NULL,
+    content TEXT NOT NULL,
+    sampling_json TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0,
+    finish_reason TEXT,
+    reused_from TEXT,
+    PRIMARY KEY (run_id, episode_id, turn_index),
+    FOREIGN KEY (run_id, episode_id) REFERENCES episodes(run_id, episode_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS shared_answers (
+    run_id TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    task_score REAL,
+    sampling_json TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0,
+    finish_reason TEXT,
+    PRIMARY KEY (run_id, answer_id)
+);
+CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
+"""

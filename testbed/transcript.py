@@ -1,0 +1,81 @@
+"""One conversation with true roles; every participant's view is derived from it, never stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and time spent on one generated message (zero for messages nobody generated)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.latency_s + other.latency_s,
+        )
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message with its true role, who spoke it, and how it was made.
+
+    `reused_from` names the shared generation a message was copied from (the probe's single
+    assistant answer per item), so its usage is counted once, where it was generated.
+    """
+
+    role: Role
+    content: str
+    speaker: str
+    turn_index: int
+    sampling: dict | None = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    reused_from: str | None = None
+
+    def as_chat(self) -> dict[str, str]:
+        """The OpenAI chat-format dict of this message, true role kept."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class Transcript:
+    """The ordered messages of one episode; append-only while the episode runs."""
+
+    messages: list[Message] = field(default_factory=list)
+
+    def append(self, message: Message) -> None:
+        """Add the next message; its turn index must follow the last one."""
+        expected = len(self.messages)
+        if message.turn_index != expected:
+            raise ValueError(f"turn index {message.turn_index} out of order, expected {expected}")
+        self.messages.append(message)
+
+    @property
+    def next_turn(self) -> int:
+        """Turn index the next message will get."""
+        return len(self.messages)
+
+    def chat(self) -> list[dict[str, str]]:
+        """The conversation as the assistant sees it: true roles, chat format."""
+        return [m.as_chat() for m in self.messages]
+
+    def dialogue(self) -> list[Message]:
+        """The messages without system prompts: what a simulated user is allowed to read."""
+        return [m for m in self.messages if m.role != "system"]
+
+    def usage(self) -> Usage:
+        """Usage generated in this episode, shared generations excluded."""
+        total = Usage()
+        for m in self.messages:
+            if m.reused_from is None:
+                total = total + m.usage
+        return total
