@@ -8,11 +8,12 @@ fails in seconds and a resumed run never loses or repeats a finished episode.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich.console import Console
 
-from testbed.backends.base import BackendError
+from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of
 from testbed.datasets import DatasetItem, load_items
 from testbed.participants import Assistant, SimulatedUser
@@ -63,9 +64,19 @@ def plan(scenario: ResolvedScenario) -> list[tuple[DatasetItem, list[ProbeVarian
 
 
 async def run_scenario(
-    scenario: ResolvedScenario, store: Store, *, run_id: str | None = None, console: Console | None = None, show_progress: bool = True
+    scenario: ResolvedScenario,
+    store: Store,
+    *,
+    run_id: str | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+    backends: Mapping[str, Backend] | None = None,
 ) -> RunSummary:
-    """Run (or resume) a probe scenario; every finished episode is committed as it finishes."""
+    """Run (or resume) a probe scenario; every finished episode is committed as it finishes.
+
+    `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
+    tests pass scripted ones here.
+    """
     check_capabilities(scenario)
     planned = plan(scenario)
     run_id = run_id or default_run_id(scenario)
@@ -79,7 +90,9 @@ async def run_scenario(
     status = "interrupted"
     try:
         if todo:
-            await _execute(scenario, store, run_id, pending, todo, console, show_progress)
+            async with BackendPool() as pool:
+                chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool)
+                await _execute(scenario, store, run_id, pending, todo, chosen, console, show_progress)
         counts = _counts(store, run_id)
         status = "done" if counts["done"] == total else "incomplete"
         return RunSummary(run_id, total, total - todo, counts["done"], counts["error"], status)
@@ -90,30 +103,36 @@ async def run_scenario(
         store.finish_run(run_id, status)
 
 
-async def _execute(scenario, store, run_id, pending, todo, console, show_progress) -> None:
-    async with BackendPool() as pool:
-        backends = {}
-        for role, agent in (("assistant", scenario.assistant), ("user", scenario.user)):
-            ident = agent.spec.model_dump_json()
-            backends[role] = backends.get(ident) or await pool.backend_for(agent.spec)
-            backends[ident] = backends[role]
-        assistant = Assistant(scenario.assistant, backends["assistant"])
-        users = {mode: SimulatedUser(scenario.user, backends["user"], mode, scenario.user_prompt) for mode in scenario.spec.user_modes}
-        with EpisodeProgress(f"{scenario.spec.name}", todo, console=console, enabled=show_progress) as progress:
+async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool) -> dict[str, Backend]:
+    """One backend per distinct agent spec; the same spec in both roles shares one backend."""
+    by_spec: dict[str, Backend] = {}
+    chosen = {}
+    for role, agent in (("assistant", scenario.assistant), ("user", scenario.user)):
+        ident = agent.spec.model_dump_json()
+        if ident not in by_spec:
+            by_spec[ident] = await pool.backend_for(agent.spec)
+        chosen[role] = by_spec[ident]
+    return chosen
 
-            def sink(outcome: EpisodeOutcome) -> None:
-                store.write_episode(run_id, outcome)
-                progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
-            runner = ProbeItemRunner(scenario, assistant, users, store.shared_answers(run_id),
-                                     lambda a: store.write_shared_answer(run_id, a), sink)
-            window = asyncio.Semaphore(max(scenario.assistant.spec.concurrency, 1))
+async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress) -> None:
+    assistant = Assistant(scenario.assistant, backends["assistant"])
+    users = {mode: SimulatedUser(scenario.user, backends["user"], mode, scenario.user_prompt) for mode in scenario.spec.user_modes}
+    with EpisodeProgress(scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
 
-            async def one(item, variants):
-                async with window:
-                    await runner.run(item, variants)
+        def sink(outcome: EpisodeOutcome) -> None:
+            store.write_episode(run_id, outcome)
+            progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
-            await asyncio.gather(*(one(item, vs) for item, vs in pending))
+        runner = ProbeItemRunner(scenario, assistant, users, store.shared_answers(run_id),
+                                 lambda a: store.write_shared_answer(run_id, a), sink)
+        window = asyncio.Semaphore(max(scenario.assistant.spec.concurrency, 1))
+
+        async def one(item: DatasetItem, variants: list[ProbeVariant]) -> None:
+            async with window:
+                await runner.run(item, variants)
+
+        await asyncio.gather(*(one(item, vs) for item, vs in pending))
 
 
 def _counts(store: Store, run_id: str) -> dict[str, int]:

@@ -34,10 +34,21 @@ def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+CONDITION_COLUMNS = ("assistant", "user", "dataset", "mode", "T", "perturbation")
+
+
+def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]], dict[str, str]]:
+    """Move condition columns that hold one value in every row out of the table, into a caption."""
+    constant = {h: rows[0][i] for i, h in enumerate(header) if h in CONDITION_COLUMNS and rows and len({r[i] for r in rows}) == 1}
+    keep = [i for i, h in enumerate(header) if h not in constant]
+    return [header[i] for i in keep], [[r[i] for i in keep] for r in rows], constant
+
+
 def as_rich_table(report: pd.DataFrame, title: str) -> Table:
-    """A rich table for the terminal."""
-    header, rows = display_rows(report)
-    table = Table(title=title)
+    """A rich table for the terminal; conditions shared by all rows go into the caption."""
+    header, rows, constant = split_constant(*display_rows(report))
+    caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
+    table = Table(title=title, caption=caption)
     for h in header:
         table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T") else "left")
     for row in rows:

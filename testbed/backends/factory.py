@@ -42,7 +42,9 @@ class BackendPool:
         if spec.backend == "scripted":
             from testbed.backends.scripted import ScriptedBackend
 
-            backend: Backend = ScriptedBackend(list(spec.outputs or []), name=spec.name, model=spec.model)
+            outputs = list(spec.outputs or [""])
+            counter = iter(range(1 << 62))
+            backend: Backend = ScriptedBackend(lambda _: outputs[next(counter) % len(outputs)], name=spec.name, model=spec.model)
         else:
             base_url = spec.base_url or await self._managed_url(spec)
             backend = OpenAICompatibleBackend(

@@ -26,7 +26,10 @@ from testbed.datasets.items import DatasetItem
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 GPQA_INSTRUCTION = "Answer with the letter of the correct choice."
+"""Last line of every GPQA prompt; the letter scorer relies on answers naming a letter."""
+
 LETTERS = "ABCD"
+"""Choice labels in display order."""
 
 
 class UnknownDataset(ValueError):
@@ -98,10 +101,7 @@ def load_items(
         RuntimeError: The package holding the file is not installed; the message has the fix.
         ValueError: `limit` is negative.
     """
-    if dataset not in DATASETS:
-        raise UnknownDataset(
-            f"unknown dataset {dataset!r}; known datasets: {', '.join(DATASETS)}"
-        )
+    _source(dataset)
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     items = _cached_items(dataset)
@@ -121,12 +121,7 @@ def data_file(dataset: str) -> Path:
         UnknownDataset: `dataset` is not a known name.
         RuntimeError: The package or the file is missing; the message names the install command.
     """
-    try:
-        source = DATASETS[dataset]
-    except KeyError:
-        raise UnknownDataset(
-            f"unknown dataset {dataset!r}; known datasets: {', '.join(DATASETS)}"
-        ) from None
+    source = _source(dataset)
     spec = importlib.util.find_spec(source.module)
     locations = list(spec.submodule_search_locations or []) if spec else []
     for location in locations:
@@ -138,6 +133,15 @@ def data_file(dataset: str) -> Path:
         f"dataset {dataset!r} needs package {source.package}=={source.version}, which {state}; "
         f"fix: {source.install_hint}"
     )
+
+
+def _source(dataset: str) -> DatasetSource:
+    try:
+        return DATASETS[dataset]
+    except KeyError:
+        raise UnknownDataset(
+            f"unknown dataset {dataset!r}; known datasets: {', '.join(DATASETS)}"
+        ) from None
 
 
 def stable_hash(text: str, length: int = 12) -> str:

