@@ -6,20 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
+
+from helpers import REPO, write_yaml
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def write_yaml(path: Path, data: dict) -> Path:
-    """Write a spec file and return its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
 
 @pytest.fixture
 def spec_dir(tmp_path: Path):

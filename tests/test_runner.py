@@ -109,7 +109,7 @@ async def test_cancelled_run_resumes_to_exact_count(spec_dir, store):
 
 
 async def test_raw_mode_refused_for_backend_without_the_capability(spec_dir, store, tmp_path):
-    from conftest import write_yaml
+    from helpers import write_yaml
 
     write_yaml(tmp_path / "remote.yaml", {"name": "remote", "backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"})
     scenario = load_scenario(spec_dir(user="remote.yaml"))
@@ -120,7 +120,7 @@ async def test_raw_mode_refused_for_backend_without_the_capability(spec_dir, sto
 
 
 async def test_dead_server_fails_fast_with_url_and_keeps_finished_work(spec_dir, store, tmp_path):
-    from conftest import write_yaml
+    from helpers import write_yaml
 
     from testbed.backends.base import BackendUnavailable
 

@@ -87,11 +87,14 @@ class OpenAICompatibleBackend:
                 if resp.status != 200:
                     raise BackendUnavailable(f"{url} answered HTTP {resp.status}: is this an OpenAI-compatible server?")
                 body = await resp.json(content_type=None)
+        except ValueError as exc:
+            raise BackendUnavailable(f"{url} answered with a body that is not JSON: is this an OpenAI-compatible server?") from exc
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise BackendUnavailable(
                 f"cannot reach {url} ({type(exc).__name__}: {exc or 'timed out'}): start the server or fix base_url"
             ) from exc
-        served = [m.get("id") for m in body.get("data", []) if isinstance(m, dict)]
+        data = body.get("data") if isinstance(body, dict) else None
+        served = [m.get("id") for m in data or [] if isinstance(m, dict)]
         if served and self.model not in served:
             raise BackendUnavailable(
                 f"{self.base_url} does not serve model {self.model!r}; it serves {served}: fix `model` in the agent spec"
@@ -135,7 +138,10 @@ class OpenAICompatibleBackend:
                 try:
                     async with session.post(url, json=payload, timeout=timeout) as resp:
                         if resp.status == 200:
-                            body = await resp.json(content_type=None)
+                            try:
+                                body = await resp.json(content_type=None)
+                            except ValueError as exc:
+                                raise BackendError(f"malformed completion body (not JSON) from {url}") from exc
                             return _completion(body, time.perf_counter() - started, attempt + 1)
                         text = (await resp.text())[:300]
                         last_reason = f"HTTP {resp.status} from {url}: {text}"

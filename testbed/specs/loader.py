@@ -27,9 +27,8 @@ def builtin_dir(kind: str) -> Path:
 def resolve_spec_path(ref: str | Path, kind: str, *, relative_to: Path | None = None) -> Path:
     """Find a spec by path (as given, or next to the spec naming it) or by built-in name."""
     ref = Path(ref)
-    candidates = [ref]
-    if relative_to is not None and not ref.is_absolute():
-        candidates.append(relative_to / ref)
+    candidates = [relative_to / ref] if relative_to is not None and not ref.is_absolute() else []
+    candidates.append(ref)
     base = builtin_dir(kind)
     candidates += [base / ref, base / ref.name, base / f"{ref.name}.yaml"]
     for candidate in candidates:
@@ -123,7 +122,7 @@ def load_scenario(
     """Load a scenario and its agents; command-line overrides replace the spec's own choices."""
     path = resolve_spec_path(ref, "scenarios")
     data = read_yaml(path)
-    if limit is not None:
+    if limit is not None and isinstance(data.get("items") or {}, dict):
         data = {**data, "items": {**(data.get("items") or {}), "limit": limit}}
     try:
         spec = ProbeScenarioSpec.model_validate(data)

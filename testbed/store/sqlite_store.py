@@ -39,13 +39,15 @@ class Store:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
+        if row is not None and int(row[0]) != SCHEMA_VERSION:
+            self.conn.close()
+            raise StoreError(f"{self.path} has schema version {row[0]}, this testbed reads {SCHEMA_VERSION}: use another --store")
         with self.conn:
             self.conn.executescript(DDL)
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise StoreError(f"{self.path} has schema version {row[0]}, this testbed reads {SCHEMA_VERSION}: use another --store")
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -114,7 +116,7 @@ class Store:
         """Every run with its episode counts, newest first."""
         rows = self.conn.execute(
             """SELECT r.run_id, r.scenario, r.kind, r.status, r.started_at, r.finished_at, r.planned_episodes,
-                      SUM(e.status='done') AS done, SUM(e.status='error') AS errors
+                      COALESCE(SUM(e.status='done'), 0) AS done, COALESCE(SUM(e.status='error'), 0) AS errors
                FROM runs r LEFT JOIN episodes e ON e.run_id = r.run_id
                GROUP BY r.run_id ORDER BY r.started_at DESC"""
         )
@@ -122,7 +124,7 @@ class Store:
 
     def run(self, run_id: str) -> dict[str, Any]:
         """One run's row, with spec and versions decoded; a unique prefix of the id is enough."""
-        rows = self.conn.execute("SELECT * FROM runs WHERE run_id=? OR run_id LIKE ?", (run_id, f"{run_id}%")).fetchall()
+        rows = self.conn.execute("SELECT * FROM runs WHERE substr(run_id, 1, ?) = ?", (len(run_id), run_id)).fetchall()
         exact = [r for r in rows if r["run_id"] == run_id]
         rows = exact or rows
         if len(rows) != 1:
