@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from testbed.backends.base import Backend, BackendError
-from testbed.backends.factory import BackendPool, capabilities_of
+from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
 from testbed.datasets import DatasetItem, load_items
 from testbed.participants import Assistant, SimulatedUser
 from testbed.progress import EpisodeProgress
@@ -42,8 +42,12 @@ def default_run_id(scenario: ResolvedScenario) -> str:
     return f"{scenario.spec.name}-{scenario.fingerprint()}"
 
 
-def check_capabilities(scenario: ResolvedScenario) -> None:
-    """Refuse a user mode the user agent's backend cannot do, before anything starts."""
+def preflight(scenario: ResolvedScenario) -> None:
+    """Refuse what cannot work, before anything starts: a user mode the backend cannot do, an unknown model."""
+    for agent in (scenario.assistant, scenario.user):
+        problem = managed_model_problem(agent.spec)
+        if problem:
+            raise SpecError(agent.path, "model", problem, "use `embedded`, a folder with the model, or download it first")
     if "raw" in scenario.spec.user_modes and not capabilities_of(scenario.user.spec).continue_user_turn:
         raise SpecError(
             scenario.path, "user_modes",
@@ -77,7 +81,7 @@ async def run_scenario(
     `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
     tests pass scripted ones here.
     """
-    check_capabilities(scenario)
+    preflight(scenario)
     planned = plan(scenario)
     run_id = run_id or default_run_id(scenario)
     total = sum(len(v) for _, v in planned)

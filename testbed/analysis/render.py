@@ -13,7 +13,7 @@ FORMATS = ("table", "markdown", "csv", "json")
 def _rate(value: float, lo: float, hi: float) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    return f"{value:.1%} [{lo:.0%}, {hi:.0%}]"
+    return f"{value:.1%} ({lo:.0%}–{hi:.0%})"
 
 
 def _num(value: float, fmt: str = "{:.1f}") -> str:
@@ -23,7 +23,7 @@ def _num(value: float, fmt: str = "{:.1f}") -> str:
 def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Human-readable columns: rates with their 95 % Wilson intervals, n/a where nothing was scored."""
     header = ["assistant", "user", "dataset", "mode", "T", "perturbation", "episodes", "errors",
-              "accuracy [95% CI]", "scored", "user words", "user = question [95% CI]"]
+              "accuracy (95% CI)", "scored", "user words", "user = question (95% CI)"]
     rows = []
     for r in report.itertuples(index=False):
         rows.append([
@@ -50,7 +50,8 @@ def as_rich_table(report: pd.DataFrame, title: str) -> Table:
     caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
     table = Table(title=title, caption=caption)
     for h in header:
-        table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T") else "left")
+        table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T") else "left",
+                         no_wrap=h in CONDITION_COLUMNS)
     for row in rows:
         table.add_row(*row)
     return table

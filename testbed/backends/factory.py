@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from testbed.backends.base import Backend, Capabilities
 from testbed.backends.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, prepare_embedded_model
@@ -24,6 +26,29 @@ def capabilities_of(spec: AgentSpec) -> Capabilities:
         return VLLM_CAPABILITIES
     declared = spec.capabilities
     return Capabilities(**declared.model_dump()) if declared else Capabilities()
+
+
+def managed_model_problem(spec: AgentSpec) -> str | None:
+    """Why a managed vLLM server could not load the agent's model, or None when it can.
+
+    Checked before any server starts: a model that is neither the embedded one, nor a local
+    folder, nor in the local Hugging Face cache cannot load while the hub is offline.
+    """
+    if not spec.managed or spec.model in EMBEDDED_ALIASES or Path(spec.model).is_dir():
+        return None
+    if os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "false", "False", ""):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(spec.model, "config.json"), str):
+            return None
+    except Exception:  # an id that is not a valid repo name is just as unknown
+        pass
+    return (
+        f"model {spec.model!r} is not `embedded`, not a local folder and not in the local Hugging Face cache, "
+        "and the hub is offline (HF_HUB_OFFLINE=1)"
+    )
 
 
 class BackendPool:

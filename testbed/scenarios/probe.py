@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from testbed.backends.base import BackendError
+from testbed.backends.factory import served_model_name
 from testbed.datasets import DatasetItem, score_answer
 from testbed.participants import Assistant, SimulatedUser
 from testbed.scenarios.perturbations import perturb
@@ -50,8 +51,8 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[ProbeVarian
             for temperature in spec.temperatures:
                 for sample in range(spec.samples_per_temperature):
                     eid = stable_hash(spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
-                    key = EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, a.spec.model, u.spec.name, u.spec.model,
-                                     mode, temperature, sample, perturbation)
+                    key = EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                     served_model_name(u.spec), mode, temperature, sample, perturbation)
                     out.append(ProbeVariant(key, int(eid[:8], 16)))
     return out
 

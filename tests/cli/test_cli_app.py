@@ -83,3 +83,11 @@ def test_api_key_never_reaches_the_store(spec_dir, tmp_path, monkeypatch):
     with sqlite3.connect(db) as conn:
         everything = "\n".join(conn.iterdump())
     assert "sk-secret-value-123" not in everything and "MY_TEST_KEY" in everything
+
+
+def test_unknown_managed_model_fails_before_any_server_starts(spec_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    write_yaml(tmp_path / "ghost.yaml", {"name": "ghost", "backend": "vllm", "model": "nobody/no-such-model-xyz"})
+    out = invoke("run", str(spec_dir(assistant="ghost.yaml")), "--store", str(tmp_path / "s.sqlite"))
+    assert out.exit_code == 2
+    assert "ghost.yaml" in out.output and "`model`" in out.output and "nobody/no-such-model-xyz" in out.output
