@@ -1,0 +1,1 @@
+"""Judges: label stored simulated-user turns after generation (follow-up and failure modes)."""

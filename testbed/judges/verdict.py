@@ -1,0 +1,35 @@
+"""What a judge reads (one user turn in context) and what it says about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """One simulated-user turn with the context a judge may read: the request and the answer as shown."""
+
+    turn_id: str
+    question: str
+    assistant: str
+    user_turn: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's verdict on one turn.
+
+    `label` is None exactly when the verdict is *unscored* (the judge's reply could not be parsed
+    after its retries); then `raw` keeps what it said. An unscored verdict is never a label and is
+    excluded from rates, with its count reported.
+    """
+
+    label: str | None
+    followup: bool | None
+    reason: str
+    raw: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        """True when the verdict carries a label."""
+        return self.label is not None
