@@ -1,5 +1,6 @@
 """The `testbed` command line."""
 
+from testbed.cli import judging as _judging  # noqa: F401  (registers the judging commands)
 from testbed.cli.app import app, main
 
 __all__ = ["app", "main"]

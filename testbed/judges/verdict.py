@@ -19,9 +19,10 @@ class JudgeInput:
 class Verdict:
     """A judge's verdict on one turn.
 
-    `label` is None exactly when the verdict is *unscored* (the judge's reply could not be parsed
-    after its retries); then `raw` keeps what it said. An unscored verdict is never a label and is
-    excluded from rates, with its count reported.
+    An 8-way judge gives `label` (and `followup` follows from it); a binary follow-up judge gives
+    only `followup`. Both are None exactly when the verdict is *unscored* (the judge's reply could
+    not be parsed after its retries); then `raw` keeps what it said. An unscored verdict is never a
+    label and is excluded from rates, with its count reported.
     """
 
     label: str | None
@@ -31,5 +32,5 @@ class Verdict:
 
     @property
     def scored(self) -> bool:
-        """True when the verdict carries a label."""
-        return self.label is not None
+        """True when the verdict carries a label or a follow-up decision."""
+        return self.label is not None or self.followup is not None

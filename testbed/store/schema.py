@@ -1,6 +1,8 @@
 """The SQLite schema of the store; `SCHEMA_VERSION` changes whenever a table does."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+UPGRADABLE_FROM = (1,)
+"""Older versions whose tables are a subset of this one: opening them adds the new tables."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,5 +71,23 @@ CREATE TABLE IF NOT EXISTS shared_answers (
     finish_reason TEXT,
     PRIMARY KEY (run_id, answer_id)
 );
+CREATE TABLE IF NOT EXISTS labels (
+    label_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL,
+    judge TEXT NOT NULL,
+    judge_version TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL CHECK (status IN ('scored', 'unscored')),
+    label TEXT,
+    followup INTEGER,
+    reason TEXT,
+    raw TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL,
+    CHECK ((status = 'scored') = (label IS NOT NULL OR followup IS NOT NULL))
+);
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
+CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.store.records import EpisodeOutcome, SharedAnswer
-from testbed.store.schema import DDL, SCHEMA_VERSION
+from testbed.store.schema import DDL, SCHEMA_VERSION, UPGRADABLE_FROM
 from testbed.transcript import Message, Usage
 
 
@@ -41,13 +41,12 @@ class Store:
         self.conn.execute("PRAGMA foreign_keys=ON")
         has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
-        if row is not None and int(row[0]) != SCHEMA_VERSION:
+        if row is not None and int(row[0]) != SCHEMA_VERSION and int(row[0]) not in UPGRADABLE_FROM:
             self.conn.close()
             raise StoreError(f"{self.path} has schema version {row[0]}, this testbed reads {SCHEMA_VERSION}: use another --store")
         with self.conn:
             self.conn.executescript(DDL)
-            if row is None:
-                self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""

@@ -1,0 +1,148 @@
+"""`testbed judge`, `agree`, `eval-judge`, `import-labels`: labels on stored turns, and how far to trust them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from testbed.cli.app import StoreOpt, app, console, fail, open_store
+from testbed.specs.errors import SpecError
+from testbed.store.sqlite_store import StoreError
+
+
+def _load_judge(judge: str, model: str | None):
+    from testbed.judges.specs import load_judge
+
+    try:
+        return load_judge(judge, model=model)
+    except SpecError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def judge(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="local | followup | failure-modes | a judge spec path")] = "local",
+    model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on, replacing the spec's")] = None,
+    store: StoreOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Label every user turn of a run; turns this judge already scored are skipped, other judges' labels stay."""
+    from testbed.backends.base import BackendError
+    from testbed.judges.runner import judge_run
+
+    resolved = _load_judge(judge, model)
+    db = open_store(store)
+    try:
+        run = db.run(run_id)
+        summary = asyncio.run(judge_run(db, run["run_id"], resolved, console=console, show_progress=not quiet))
+    except (StoreError, SpecError) as exc:
+        fail(str(exc))
+    except BackendError as exc:
+        fail(f"{exc.reason}\nLabels written before this are kept; run the same command again to continue.")
+    console.print(f"judge {summary.identity}: {summary.scored} scored, {summary.unscored} unscored of {summary.turns - summary.skipped} "
+                  f"turns judged now; {summary.skipped} already scored before")
+
+
+@app.command()
+def agree(
+    run_id: Annotated[str, typer.Argument(help="run id")],
+    a: Annotated[str, typer.Option("--a", help="first annotator: a judge name, name:model, name@version, or human[:name]")],
+    b: Annotated[str, typer.Option("--b", help="second annotator, the reference for precision and recall")],
+    more: Annotated[Optional[list[str]], typer.Option("--c", help="further annotators: adds Fleiss' κ over all")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Cohen's κ, per-label precision/recall and the confusion matrix between two annotators of a run."""
+    from testbed.analysis.agreement import fleiss_kappa
+    from testbed.analysis.annotations import binary_and_label_agreement, common_labels
+
+    db = open_store(store)
+    try:
+        run = db.run(run_id)["run_id"]
+        frames = common_labels(db, run, [a, b, *(more or [])])
+    except StoreError as exc:
+        fail(str(exc))
+    result = binary_and_label_agreement(frames, a, b)
+    console.print(f"{a} vs {b} on {result['n']} turns labelled by both (unscored excluded)")
+    console.print(f"follow-up (binary): Cohen's κ = {result['binary_kappa']:.3f}")
+    if result["labels"] is not None:
+        ag = result["labels"]
+        console.print(f"8-way labels: Cohen's κ = {ag.kappa:.3f}, raw agreement = {ag.observed:.1%}")
+        table = Table(title=f"per label ({b} as reference)")
+        for col in ("label", "precision", "recall", "f1", "support"):
+            table.add_column(col, justify="left" if col == "label" else "right")
+        for r in ag.per_label.itertuples(index=False):
+            table.add_row(r.label, *(f"{x:.2f}" if x == x else "n/a" for x in (r.precision, r.recall, r.f1)), str(r.support))
+        console.print(table)
+        console.print(f"confusion (rows {a}, columns {b}):")
+        console.print(ag.confusion.to_string())
+    if more:
+        names = [a, b, *more]
+        use_labels = all(frames[n].notna().all() for n in names)
+        columns = names if use_labels else [n + "|followup" for n in names]
+        ratings = frames[columns].astype(str).values.tolist()
+        console.print(f"Fleiss' κ over {len(names)} annotators ({'labels' if use_labels else 'follow-up'}): "
+                      f"{fleiss_kappa(ratings):.3f} on {len(ratings)} turns")
+
+
+@app.command("eval-judge")
+def eval_judge(
+    gold: Annotated[Path, typer.Argument(help="JSONL with question, assistant, user_turn, label per line", exists=True, dir_okay=False)],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="local | followup | failure-modes | a judge spec path")] = "local",
+    model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
+) -> None:
+    """Score a judge against reference labels; the last line is `kappa=<κ> f1_followup=<F1> n=<items>`."""
+    from testbed.judges.evaluate import evaluate, read_gold, run_judge
+
+    resolved = _load_judge(judge, model)
+    try:
+        rows = read_gold(gold)
+    except SpecError as exc:
+        fail(str(exc))
+    verdicts = asyncio.run(run_judge(resolved, [item for item, _ in rows]))
+    result = evaluate(verdicts, [label for _, label in rows])
+    if result.labels is not None:
+        console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f}")
+    typer.echo(result.summary_line())
+
+
+@app.command("import-labels")
+def import_labels(
+    run_id: Annotated[str, typer.Argument(help="run id")],
+    labels: Annotated[Path, typer.Argument(help="JSONL lines {episode_id, turn_index, label}", exists=True, dir_okay=False)],
+    annotator: Annotated[str, typer.Option(help="who labelled (stored as human:<annotator>)")],
+    store: StoreOpt = None,
+) -> None:
+    """Store human labels for a run's user turns, to compare judges against with `agree --b human:<annotator>`."""
+    from testbed.judges.taxonomy import taxonomy
+    from testbed.judges.turns import user_turns
+    from testbed.judges.verdict import Verdict
+    from testbed.store.labels import HUMAN, JudgeIdentity, write_labels
+
+    db = open_store(store)
+    try:
+        run = db.run(run_id)["run_id"]
+    except StoreError as exc:
+        fail(str(exc))
+    t, known = taxonomy(), {(x.episode_id, x.turn_index) for x in user_turns(db, run)}
+    rows = []
+    for number, line in enumerate(labels.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key = (str(row["episode_id"]), int(row["turn_index"]))
+            label = t.check(row["label"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            fail(f"{labels}:{number}: {exc}; each line needs episode_id, turn_index and a known label")
+        if key not in known:
+            fail(f"{labels}:{number}: run {run} has no user turn {key[0]}:{key[1]}")
+        rows.append((*key, Verdict(label, t.is_followup(label), "human"), 1))
+    write_labels(db, run, JudgeIdentity(HUMAN, "v1", annotator), rows)
+    console.print(f"stored {len(rows)} labels by {HUMAN}:{annotator} on run {run}")

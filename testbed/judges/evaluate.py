@@ -1,0 +1,93 @@
+"""Score a judge against a labelled file in the gold format (`question`, `assistant`, `user_turn`, `label`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.analysis.agreement import Agreement, cohen_kappa, compare, f1_binary
+from testbed.backends.base import BackendError
+from testbed.backends.factory import BackendPool
+from testbed.judges.llm_judge import LLMJudge
+from testbed.judges.specs import ResolvedJudge
+from testbed.judges.taxonomy import taxonomy
+from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.specs.errors import SpecError
+
+REQUIRED = ("question", "assistant", "user_turn", "label")
+
+
+@dataclass(frozen=True)
+class JudgeEvaluation:
+    """A judge against reference labels: 8-way agreement (if it gives labels) and binary follow-up F1."""
+
+    n: int
+    unscored: int
+    kappa: float
+    f1_followup: float
+    binary_kappa: float
+    labels: Agreement | None
+
+    def summary_line(self) -> str:
+        """The one line scripts read: `kappa=<κ> f1_followup=<F1> n=<items>`."""
+        return f"kappa={self.kappa:.4f} f1_followup={self.f1_followup:.4f} n={self.n}"
+
+
+def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
+    """Items and reference labels; a bad line is reported with its number and what is missing."""
+    t = taxonomy()
+    out = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}:{number}", "(line)", f"not JSON ({exc.msg})", "one JSON object per line") from None
+        missing = [k for k in REQUIRED if not isinstance(row.get(k), str)]
+        if missing:
+            raise SpecError(f"{path}:{number}", missing[0], "missing or not a string", f"give every line {', '.join(REQUIRED)}")
+        if row["label"] not in t.definitions:
+            raise SpecError(f"{path}:{number}", "label", f"unknown label {row['label']!r}", f"use one of {', '.join(t.labels)}")
+        out.append((JudgeInput(str(row.get("id", number)), row["question"], row["assistant"], row["user_turn"]), row["label"]))
+    if not out:
+        raise SpecError(str(path), "(file)", "no items", "give at least one labelled line")
+    return out
+
+
+async def run_judge(judge: ResolvedJudge, items: list[JudgeInput], backend=None) -> list[Verdict]:
+    """Verdicts for in-memory items, in order (local: directly; llm: concurrently through its backend)."""
+    if judge.spec.kind == "local":
+        from testbed.judges.local import LocalJudge
+
+        return LocalJudge().judge_many(items)
+    assert judge.agent is not None
+    async with BackendPool() as pool:
+        llm = LLMJudge(judge, backend or await pool.backend_for(judge.agent.spec))
+        gate = asyncio.Semaphore(judge.spec.concurrency)
+
+        async def one(item: JudgeInput) -> Verdict:
+            async with gate:
+                try:
+                    return (await llm.judge_turn(item))[0]
+                except BackendError as exc:
+                    return Verdict(None, None, f"judge call failed: {exc.reason}")
+
+        return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+def evaluate(verdicts: list[Verdict], references: list[str]) -> JudgeEvaluation:
+    """Compare verdicts with reference labels; unscored verdicts are excluded and counted."""
+    t = taxonomy()
+    pairs = [(v, r) for v, r in zip(verdicts, references) if v.scored]
+    predicted_fu = [bool(v.followup) for v, _ in pairs]
+    reference_fu = [t.is_followup(r) for _, r in pairs]
+    binary_kappa = cohen_kappa([str(x) for x in predicted_fu], [str(x) for x in reference_fu])
+    labelled = [(v.label, r) for v, r in pairs if v.label is not None]
+    agreement = compare([a for a, _ in labelled], [b for _, b in labelled], t.labels) if len(labelled) == len(pairs) and pairs else None
+    kappa = agreement.kappa if agreement else binary_kappa
+    return JudgeEvaluation(len(pairs), len(verdicts) - len(pairs), kappa if pairs else math.nan,
+                           f1_binary(predicted_fu, reference_fu), binary_kappa, agreement)

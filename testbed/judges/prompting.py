@@ -1,0 +1,41 @@
+"""Build a judge's messages: the prompt template, the taxonomy, the fenced conversation."""
+
+from __future__ import annotations
+
+import re
+
+from testbed.judges.fence import fence
+from testbed.judges.taxonomy import taxonomy
+from testbed.judges.verdict import JudgeInput
+
+SLOTS = re.compile(r"\{(labels|question|answer|user_turn)\}")
+
+
+def label_list() -> str:
+    """The labels and their definitions as a Markdown list, from the one taxonomy file."""
+    t = taxonomy()
+    return "\n".join(f"- `{name}`: {t.definitions[name]}" for name in t.labels)
+
+
+def render_prompt(template: str, item: JudgeInput) -> str:
+    """Fill the template's slots in one pass, so text inside a fenced slot is never re-read as a slot."""
+    values = {
+        "labels": label_list(),
+        "question": fence(item.question, "QUESTION"),
+        "answer": fence(item.assistant, "ANSWER"),
+        "user_turn": fence(item.user_turn, "USER_TURN"),
+    }
+    missing = [s for s in ("question", "answer", "user_turn") if "{" + s + "}" not in template]
+    if missing:
+        raise ValueError(f"judge prompt lacks the slots {missing}")
+    return SLOTS.sub(lambda m: values[m.group(1)], template)
+
+
+def verdict_schema(task: str) -> dict:
+    """The JSON schema a judge's reply must follow, for structured output and for strict parsing."""
+    if task == "followup":
+        props = {"followup": {"type": "boolean"}}
+    else:
+        props = {"label": {"type": "string", "enum": list(taxonomy().labels)}}
+    props["reason"] = {"type": "string", "maxLength": 200}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}

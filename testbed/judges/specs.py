@@ -1,0 +1,75 @@
+"""Judge specs (`judges/*.yaml`): which task, which prompt and version, which model by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from testbed.specs.agent import Strict
+from testbed.specs.errors import SpecError, spec_error_from_validation
+from testbed.specs.loader import ResolvedAgent, load_agent, read_yaml, resolve_spec_path
+
+
+class JudgeSpec(Strict):
+    """A judge: `local` (the deterministic classifier) or `llm` (a prompt bound to a model).
+
+    `task: followup` asks for the binary verdict only; `task: failure_modes` asks for one of the
+    eight labels, from which the follow-up verdict follows. The label set and its definitions come
+    from `labels.yaml`, never from the spec, so prompts, classifier and report cannot disagree.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    kind: Literal["local", "llm"]
+    task: Literal["followup", "failure_modes"]
+    description: str = ""
+    prompt_file: Path | None = None
+    prompt_version: str | None = None
+    agent: str | None = None
+    max_retries: int = Field(2, ge=0, le=10)
+    max_tokens: int = Field(160, ge=16, le=8192)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    concurrency: int = Field(16, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _llm_fields(self) -> "JudgeSpec":
+        if self.kind == "llm":
+            for field in ("prompt_file", "prompt_version", "agent"):
+                if getattr(self, field) is None:
+                    raise ValueError(f"@{field} an llm judge needs {field} | fix: add {field}: to the judge spec")
+        return self
+
+
+@dataclass(frozen=True)
+class ResolvedJudge:
+    """A judge spec with its prompt read and its model bound (the spec's agent or an override)."""
+
+    spec: JudgeSpec
+    path: Path
+    prompt: str | None
+    agent: ResolvedAgent | None
+
+
+def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJudge:
+    """Load a judge by built-in name (`local`, `followup`, `failure-modes`) or path; `model` rebinds its agent."""
+    try:
+        path = resolve_spec_path(ref, "judges")
+    except FileNotFoundError as exc:
+        raise SpecError(str(ref), "judge", str(exc), "use local, followup, failure-modes or a judge spec path") from None
+    try:
+        spec = JudgeSpec.model_validate(read_yaml(path))
+    except ValidationError as exc:
+        raise spec_error_from_validation(path, exc, JudgeSpec) from None
+    if spec.kind == "local":
+        return ResolvedJudge(spec, path, None, None)
+    assert spec.prompt_file is not None and spec.agent is not None
+    prompt_path = spec.prompt_file if spec.prompt_file.is_absolute() else path.parent / spec.prompt_file
+    if not prompt_path.is_file():
+        raise SpecError(path, "prompt_file", f"prompt file {prompt_path} does not exist", "create it or correct the path")
+    try:
+        agent = load_agent(model, relative_to=None) if model is not None else load_agent(spec.agent, relative_to=path.parent)
+    except FileNotFoundError as exc:
+        raise SpecError(path if model is None else str(model), "agent", str(exc), "point --model at an agent spec") from None
+    return ResolvedJudge(spec, path, prompt_path.read_text(), agent)
