@@ -30,7 +30,9 @@ def episodes_frame(store: Store, run_id: str) -> pd.DataFrame:
     last_assistant = assistant_turns.groupby("episode_id").turn_index.max().rename("last_assistant_turn")
     later = users.merge(last_assistant, on="episode_id")
     later = later[later.turn_index > later.last_assistant_turn]
-    final_user = later.groupby("episode_id").agg(user_turn=("content", "last"), user_turn_tokens=("completion_tokens", "last"))
+    final_user = later.groupby("episode_id").agg(
+        user_turn=("content", "last"), user_turn_tokens=("completion_tokens", "last"), user_turn_index=("turn_index", "last")
+    )
     frame = episodes.merge(question, on="episode_id", how="left").merge(final_user, on="episode_id", how="left")
     frame["user_turn_words"] = frame.user_turn.fillna("").str.split().str.len()
     frame["identical_to_question"] = [

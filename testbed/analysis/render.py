@@ -50,7 +50,7 @@ def as_rich_table(report: pd.DataFrame, title: str) -> Table:
     caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
     table = Table(title=title, caption=caption)
     for h in header:
-        table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T") else "left",
+        table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T", "unscored") else "left",
                          no_wrap=h in CONDITION_COLUMNS)
     for row in rows:
         table.add_row(*row)

@@ -8,9 +8,31 @@ import pandas as pd
 
 from testbed.analysis.frames import episodes_frame
 from testbed.analysis.stats import wilson_interval
+from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
+from testbed.store.labels import JudgeIdentity, labels_frame
 
 GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
+
+
+def _judge_columns(done: pd.DataFrame) -> dict:
+    """Follow-up rate with its interval and the label distribution, over scored turns only."""
+    scored = done[done.judge_status == "scored"]
+    n = len(scored)
+    followups = int(scored.judge_followup.fillna(0).astype(bool).sum())
+    lo, hi = wilson_interval(followups, n)
+    out = {
+        "judged": n,
+        "unscored": int((done.judge_status == "unscored").sum()),
+        "unjudged": int(done.judge_status.isna().sum()),
+        "followup_rate": followups / n if n else math.nan,
+        "followup_lo": lo,
+        "followup_hi": hi,
+    }
+    labelled = scored.judge_label.dropna()
+    for label in taxonomy().labels:
+        out[f"share_{label}"] = float((labelled == label).mean()) if len(labelled) else math.nan
+    return out
 
 
 def _group_row(g: pd.DataFrame) -> dict:
@@ -32,12 +54,19 @@ def _group_row(g: pd.DataFrame) -> dict:
         "identical_to_question": same / len(done) if len(done) else math.nan,
         "identical_lo": same_lo,
         "identical_hi": same_hi,
+        **(_judge_columns(done) if "judge_status" in g else {}),
     }
 
 
-def report_frame(store: Store, run_id: str) -> pd.DataFrame:
-    """The report as a frame; rates exclude errored episodes, and `errors` says how many there were."""
+def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
+    and `errors`, `unscored` and `unjudged` say how many were excluded."""
     frame = episodes_frame(store, run_id)
+    if judge is not None:
+        labels = labels_frame(store, run_id, judge).rename(columns={
+            "turn_index": "user_turn_index", "status": "judge_status", "label": "judge_label", "followup": "judge_followup"})
+        frame = frame.merge(labels[["episode_id", "user_turn_index", "judge_status", "judge_label", "judge_followup"]],
+                            on=["episode_id", "user_turn_index"], how="left")
     if frame.empty:
         return pd.DataFrame(columns=GROUP + list(_group_row(frame).keys()))
     rows = [{**dict(zip(GROUP, keys)), **_group_row(g)} for keys, g in frame.groupby(GROUP, sort=True, dropna=False)]

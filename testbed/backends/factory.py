@@ -24,6 +24,8 @@ def capabilities_of(spec: AgentSpec) -> Capabilities:
     """What the agent's backend can do, known without contacting it."""
     if spec.backend in ("vllm", "scripted"):
         return VLLM_CAPABILITIES
+    if spec.backend == "litellm":
+        return Capabilities(continue_user_turn=False, structured_output=spec.capabilities.structured_output if spec.capabilities else True)
     declared = spec.capabilities
     return Capabilities(**declared.model_dump()) if declared else Capabilities()
 
@@ -70,6 +72,13 @@ class BackendPool:
             outputs = list(spec.outputs or [""])
             counter = iter(range(1 << 62))
             backend: Backend = ScriptedBackend(lambda _: outputs[next(counter) % len(outputs)], name=spec.name, model=spec.model)
+        elif spec.backend == "litellm":
+            from testbed.backends.litellm_backend import LiteLLMBackend
+
+            declared = spec.capabilities
+            backend = LiteLLMBackend(model=spec.model, name=spec.name, api_key_env=spec.api_key_env, base_url=spec.base_url,
+                                     concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
+                                     structured_output=declared.structured_output if declared else True)
         else:
             base_url = spec.base_url or await self._managed_url(spec)
             backend = OpenAICompatibleBackend(

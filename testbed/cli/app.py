@@ -51,6 +51,7 @@ def run(
     run_id: Annotated[Optional[str], typer.Option("--run-id", help="run id (default: scenario name + spec hash, so reruns resume)")] = None,
     store: StoreOpt = None,
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
+    judge: Annotated[bool, typer.Option(help="label the user turns with the local classifier when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Run a scenario (or resume it: finished episodes are kept, the rest are done)."""
@@ -74,6 +75,12 @@ def run(
         f"run [bold]{summary.run_id}[/]: {summary.done}/{summary.planned} episodes done, {summary.errors} errors, "
         f"{summary.skipped} already finished before this invocation ({summary.status}); store {db.path}"
     )
+    if judge:
+        from testbed.judges.runner import judge_run
+        from testbed.judges.specs import load_judge
+
+        labelled = asyncio.run(judge_run(db, summary.run_id, load_judge("local"), show_progress=False))
+        console.print(f"labelled {labelled.scored} new user turns with the local classifier ({labelled.identity})")
     if report:
         _print_report(db, summary.run_id, "table")
     if summary.status != "done":
@@ -93,17 +100,31 @@ def runs(store: StoreOpt = None) -> None:
     console.print(table)
 
 
-def _print_report(db, run_id: str, fmt: str) -> None:
+def _report_judge(db, run_id: str, selector: str | None):
+    """The labeller whose verdicts the report shows: the one named, else `local` when present, else none."""
+    from testbed.store.labels import identities, resolve_identity
+
+    if selector == "none":
+        return None
+    if selector is None:
+        local = [i for i in identities(db, run_id) if i.judge == "local"]
+        return local[-1] if local else None
+    return resolve_identity(db, run_id, selector)
+
+
+def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
     from testbed.analysis.render import as_rich_table, render
     from testbed.analysis.report import error_reasons, report_frame
 
     try:
         meta = db.run(run_id)
+        who = _report_judge(db, meta["run_id"], judge)
     except StoreError as exc:
         fail(str(exc))
-    frame = report_frame(db, meta["run_id"])
+    frame = report_frame(db, meta["run_id"], who)
     if fmt == "table":
-        console.print(as_rich_table(frame, f"{meta['run_id']} ({meta['status']})"))
+        labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
+        console.print(as_rich_table(frame, f"{meta['run_id']} ({meta['status']}{labelled})"))
         for reason, n in error_reasons(db, meta["run_id"]):
             console.print(f"[red]{n} episode(s) failed:[/] {reason}", highlight=False)
     else:
@@ -114,14 +135,15 @@ def _print_report(db, run_id: str, fmt: str) -> None:
 def report(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels to show (default: local if present; `none` for none)")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Print what a run measured, per model × dataset × mode × temperature."""
+    """Print what a run measured, per model × dataset × mode × temperature, with judge labels."""
     from testbed.analysis.render import FORMATS
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
-    _print_report(open_store(store), run_id, format)
+    _print_report(open_store(store), run_id, format, judge)
 
 
 @app.command()

@@ -46,11 +46,12 @@ class AgentSpec(Strict):
     `backend: vllm` with no `base_url` means the testbed starts (and stops) the vLLM server itself;
     `model: embedded` is the packaged SmolLM2-135M-Instruct. With `base_url` it reuses a running
     server. `backend: openai` is any OpenAI-compatible server, whose key is read from the
-    environment variable named by `api_key_env`.
+    environment variable named by `api_key_env`. `backend: litellm` reaches any provider litellm
+    knows (`model: openai/gpt-4o-mini`, `anthropic/...`), with `base_url` optional.
     """
 
     name: str = Field(min_length=1)
-    backend: Literal["vllm", "openai", "scripted"]
+    backend: Literal["vllm", "openai", "litellm", "scripted"]
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None

@@ -1,0 +1,64 @@
+"""The local judge: a deterministic, standard-library classifier of simulated-user turns.
+
+It needs no model and no network, so it labels a whole store in seconds and serves as the
+always-available baseline next to the LLM judges. The turn is treated as untrusted text:
+judge-directed fragments are cut out first, and a turn that carried any is never a follow-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from testbed.judges.local import cues
+from testbed.judges.local.features import context, measure
+from testbed.judges.local.rules import DEFAULT, Thresholds, decide, find_cues
+from testbed.judges.local.sanitize import neutralise
+from testbed.judges.verdict import JudgeInput, Verdict
+
+VERSION = "local-1"
+"""Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
+
+FOLLOWUP = "genuine_followup"
+
+
+def _strip_scaffolding(text: str) -> str:
+    """Remove role-play scaffolding and a leading `User:` tag; what is left is what the user says."""
+    if "next message" in text or "you are the user" in text.lower():
+        text = cues.USER_NEXT.sub(" ", text)
+    text = text.strip().strip('"').strip()
+    m = cues.ROLE_PREFIX.match(text)
+    return text[m.end():] if m else text
+
+
+def classify(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> Verdict:
+    """Label one user turn given the request and the answer as shown.
+
+    Pure function of its three texts (plus thresholds): equal inputs give equal verdicts.
+    """
+    cleaned = neutralise(user_turn or "")
+    text = _strip_scaffolding(cleaned.text)
+    ctx = context(question or "", assistant or "")
+    feats = measure(text, ctx)
+    label, reason = decide(feats, find_cues(text, ctx.q_text), thresholds)
+    if cleaned.injected:
+        if label == FOLLOWUP:
+            label, reason = "other", "judge-directed text; not a follow-up"
+        elif feats.n_words == 0:
+            reason = "only judge-directed text"
+    return Verdict(label=label, followup=label == FOLLOWUP, reason=reason)
+
+
+class LocalJudge:
+    """The `local` judge: the rule-based classifier behind the common judge interface."""
+
+    name = "local"
+    version = VERSION
+    model = None
+
+    def judge(self, item: JudgeInput) -> Verdict:
+        """Verdict on one turn."""
+        return classify(item.question, item.assistant, item.user_turn)
+
+    def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
+        """Verdicts on many turns, in order; the pair cache makes shared questions cheap."""
+        return [classify(i.question, i.assistant, i.user_turn) for i in items]

@@ -1,0 +1,49 @@
+"""Agreement statistics against textbook values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from testbed.analysis.agreement import cohen_kappa, compare, f1_binary, fleiss_kappa
+
+
+def test_cohen_kappa_textbook_example():
+    a = ["yes"] * 25 + ["no"] * 25
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+
+
+def test_cohen_kappa_edges():
+    assert cohen_kappa(["x", "y"], ["x", "y"]) == 1.0
+    assert math.isnan(cohen_kappa([], []))
+    assert cohen_kappa(["x", "x"], ["x", "x"]) == 1.0
+    with pytest.raises(ValueError):
+        cohen_kappa(["x"], [])
+
+
+def test_fleiss_kappa_textbook_example():
+    counts = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+              [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    ratings = [[str(cat) for cat, c in enumerate(row) for _ in range(c)] for row in counts]
+    assert fleiss_kappa(ratings) == pytest.approx(0.210, abs=1e-3)
+
+
+def test_fleiss_equals_one_for_full_agreement():
+    assert fleiss_kappa([["a", "a", "a"], ["b", "b", "b"]]) == pytest.approx(1.0)
+
+
+def test_per_label_precision_recall_and_confusion():
+    result = compare(["a", "a", "b", "c"], ["a", "b", "b", "c"], ["a", "b", "c", "d"])
+    row = result.per_label.set_index("label")
+    assert row.loc["a", "precision"] == 0.5 and row.loc["a", "recall"] == 1.0
+    assert row.loc["b", "precision"] == 1.0 and row.loc["b", "recall"] == 0.5
+    assert math.isnan(row.loc["d", "precision"]) and row.loc["d", "support"] == 0
+    assert result.confusion.loc["a", "b"] == 1 and result.confusion.values.sum() == 4
+    assert result.observed == 0.75
+
+
+def test_f1_binary():
+    assert f1_binary([True, True, False, False], [True, False, True, False]) == pytest.approx(0.5)
+    assert math.isnan(f1_binary([False], [False]))

@@ -1,0 +1,117 @@
+"""Judging a stored run: several judges side by side, resumable, unscored kept as unscored, agreement."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from typer.testing import CliRunner
+
+from testbed.backends.scripted import ScriptedBackend
+from testbed.cli import app
+from testbed.judges.runner import judge_run
+from testbed.judges.specs import load_judge
+from testbed.judges.turns import user_turns
+from testbed.runner import run_scenario
+from testbed.specs.loader import load_scenario
+from testbed.store.labels import identities, labels_frame, resolve_identity
+
+cli = CliRunner()
+
+
+async def stored_run(spec_dir, store) -> str:
+    scenario = load_scenario(spec_dir())
+    answers = ScriptedBackend(lambda r: "It is 12 because 0.15 * 80 = 12.")
+    users = ScriptedBackend(lambda r: "Why 0.15?" if r.continue_final_message else "It is 12 because 0.15 * 80 = 12.")
+    summary = await run_scenario(scenario, store, backends={"assistant": answers, "user": users}, show_progress=False)
+    return summary.run_id
+
+
+async def test_user_turns_carry_question_and_answer_as_shown(spec_dir, store):
+    run_id = await stored_run(spec_dir, store)
+    turns = user_turns(store, run_id)
+    assert len(turns) == 12 and all(t.turn_index == 2 for t in turns)
+    assert all(t.item.assistant.startswith("It is 12") and t.item.question for t in turns)
+
+
+async def test_two_judges_side_by_side_and_rerun_skips_scored(spec_dir, store):
+    run_id = await stored_run(spec_dir, store)
+    verdicts = iter(['{"label": "genuine_followup", "reason": "asks why"}', "garbage"] * 100)
+    llm = ScriptedBackend(lambda r: next(verdicts) if r.messages[-1]["role"] == "user" and len(r.messages) == 1 else "still garbage")
+    first = await judge_run(store, run_id, load_judge("failure-modes"), show_progress=False, backend=llm)
+    assert first.turns == 12 and first.scored + first.unscored == 12 and first.unscored > 0
+    frame = labels_frame(store, run_id, first.identity)
+    unscored = frame[frame.status == "unscored"]
+    assert unscored.label.isna().all() and unscored.raw.str.contains("garbage").all()
+
+    local = await judge_run(store, run_id, load_judge("local"), show_progress=False)
+    assert local.scored == 12
+    assert {i.judge for i in identities(store, run_id)} == {"failure-modes", "local"}
+    assert len(labels_frame(store, run_id, first.identity)) == 12, "the first judge's labels are kept"
+
+    fixed = ScriptedBackend(lambda r: '{"label": "restate_question", "reason": "x"}')
+    again = await judge_run(store, run_id, load_judge("failure-modes"), show_progress=False, backend=fixed)
+    assert again.skipped == first.scored and again.scored == first.unscored and len(fixed.requests) == first.unscored
+    latest = labels_frame(store, run_id, first.identity)
+    assert (latest.status == "scored").all() and len(latest) == 12
+    total = store.conn.execute("SELECT COUNT(*) FROM labels WHERE judge='failure-modes'").fetchone()[0]
+    assert total == 12 + first.unscored, "append-only: the unscored rows stay beneath the new ones"
+
+
+async def test_agree_and_report_show_judge_columns(spec_dir, store, tmp_path):
+    run_id = await stored_run(spec_dir, store)
+    await judge_run(store, run_id, load_judge("local"), show_progress=False)
+    await judge_run(store, run_id, load_judge("followup"), show_progress=False,
+                    backend=ScriptedBackend(lambda r: '{"followup": true, "reason": "asks"}'))
+    db = str(store.path)
+    out = cli.invoke(app, ["agree", run_id, "--a", "local", "--b", "followup", "--store", db])
+    assert out.exit_code == 0, out.output
+    assert "on 12 turns" in out.output and "Cohen's κ" in out.output
+    report = json.loads(cli.invoke(app, ["report", run_id, "--store", db, "-f", "json"]).stdout)
+    assert all({"followup_rate", "followup_lo", "unscored", "share_echo_assistant"} <= set(r) for r in report)
+    assert all(r["judged"] == 3 for r in report)
+    followup_report = json.loads(cli.invoke(app, ["report", run_id, "--store", db, "-f", "json", "--judge", "followup"]).stdout)
+    assert all(r["followup_rate"] == 1.0 for r in followup_report)
+    missing = cli.invoke(app, ["agree", run_id, "--a", "local", "--b", "human", "--store", db])
+    assert missing.exit_code == 2 and "no labels from 'human'" in missing.output
+
+
+async def test_human_labels_import_and_fleiss(spec_dir, store, tmp_path):
+    run_id = await stored_run(spec_dir, store)
+    await judge_run(store, run_id, load_judge("local"), show_progress=False)
+    turns = user_turns(store, run_id)
+    for name, label in (("ann1", "genuine_followup"), ("ann2", "restate_question")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps({"episode_id": t.episode_id, "turn_index": t.turn_index, "label": label}) for t in turns))
+        out = cli.invoke(app, ["import-labels", run_id, str(path), "--annotator", name, "--store", str(store.path)])
+        assert out.exit_code == 0 and "stored 12 labels" in out.output
+    assert resolve_identity(store, run_id, "human:ann1").model == "ann1"
+    out = cli.invoke(app, ["agree", run_id, "--a", "human:ann1", "--b", "human:ann2", "--c", "local", "--store", str(store.path)])
+    assert out.exit_code == 0 and "Fleiss' κ over 3 annotators" in out.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"episode_id": "nope", "turn_index": 2, "label": "other"}))
+    out = cli.invoke(app, ["import-labels", run_id, str(bad), "--annotator", "x", "--store", str(store.path)])
+    assert out.exit_code == 2 and "bad.jsonl:1" in out.output
+
+
+def test_eval_judge_prints_the_summary_line_last(tmp_path):
+    from helpers import REPO
+
+    out = cli.invoke(app, ["eval-judge", "--judge", "local", str(REPO / "tests/fixtures/labelled-turns.jsonl")])
+    assert out.exit_code == 0, out.output
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("kappa=") and " f1_followup=" in last and last.endswith(" n=8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "assistant": "a", "user_turn": "u", "label": "great"}\n')
+    out = cli.invoke(app, ["eval-judge", str(bad)])
+    assert out.exit_code == 2 and "bad.jsonl:1" in out.output and "unknown label" in out.output
+
+
+def test_labels_table_refuses_a_label_without_status_consistency(store):
+    try:
+        with store.conn:
+            store.conn.execute("INSERT INTO labels (run_id, episode_id, turn_index, judge, judge_version, status, label, created_at)"
+                               " VALUES ('r','e',2,'j','1','unscored','other','now')")
+    except sqlite3.IntegrityError:
+        return
+    raise AssertionError("an unscored row with a label must be refused")
