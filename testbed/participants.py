@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.specs.loader import ResolvedAgent
+from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
 
 CONVERSATION_SLOT = "{conversation}"
@@ -64,7 +65,7 @@ class SimulatedUser:
         if self.mode == "raw":
             return transcript.chat() + [{"role": "user", "content": ""}], True
         assert self.prompt is not None
-        return [{"role": "user", "content": self.prompt.replace(CONVERSATION_SLOT, render_conversation(transcript))}], False
+        return [{"role": "user", "content": fill_slots(self.prompt, {"conversation": render_conversation(transcript)})}], False
 
     async def respond(self, transcript: Transcript, *, temperature: float, max_tokens: int, seed: int | None = None) -> Message:
         """Generate the user's next turn; the text is stored exactly as generated."""
@@ -76,3 +77,36 @@ class SimulatedUser:
         sampling = {**request.sampling(), "mode": self.mode}
         return Message("user", completion.text, self.agent.spec.name, transcript.next_turn, sampling,
                        completion.usage, completion.finish_reason)
+
+
+FLIPPED = {"user": "assistant", "assistant": "user"}
+
+
+def flipped_view(transcript: Transcript) -> list[dict[str, str]]:
+    """The dialogue with roles swapped: the simulated user's model speaks as `assistant`."""
+    return [{"role": FLIPPED[m.role], "content": m.content} for m in transcript.dialogue()]
+
+
+@dataclass
+class DialogueUser(SimulatedUser):
+    """A simulated user over many turns.
+
+    `raw` continues the chat template's user turn as in the probe. `instructed` sends the persona
+    prompt (`prompt`, already filled in) as the system message followed by the role-flipped
+    dialogue, so the model writes the user's next turn as its own reply (τ²-bench's view).
+    """
+
+    def __post_init__(self) -> None:
+        if self.mode == "raw" and not self.backend.capabilities.continue_user_turn:
+            raise BackendError(
+                f"agent {self.agent.spec.name} ({self.agent.path}) cannot continue the user turn, which user mode `raw` needs"
+            )
+        if self.mode == "instructed" and not self.prompt:
+            raise BackendError("an instructed dialogue user needs a persona prompt")
+
+    def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
+        """Raw: true roles plus an open user turn. Instructed: persona prompt plus the flipped dialogue."""
+        if self.mode == "raw":
+            return transcript.chat() + [{"role": "user", "content": ""}], True
+        assert self.prompt is not None
+        return [{"role": "system", "content": self.prompt}, *flipped_view(transcript)], False

@@ -9,15 +9,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class EpisodeProgress:
-    """A rich progress bar over episodes; silent when disabled (tests, --quiet)."""
+    """A rich progress bar over episodes (or judged turns); silent when disabled (tests, --quiet)."""
 
-    def __init__(self, description: str, total: int, *, console: Console | None = None, enabled: bool = True):
+    def __init__(self, description: str, total: int, *, console: Console | None = None, enabled: bool = True,
+                 error_label: str = "errors"):
         self.errors = 0
         self.tokens = 0
         self._started = time.perf_counter()
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("errors {task.fields[errors]}"), TextColumn("{task.fields[rate]} tok/s"),
+            TextColumn(error_label + " {task.fields[errors]}"), TextColumn("{task.fields[rate]} tok/s"),
             TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
         )
         self._task = self._progress.add_task(description, total=total, errors=0, rate="0")

@@ -10,16 +10,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 
 from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
-from testbed.datasets import DatasetItem, load_items
-from testbed.participants import Assistant, SimulatedUser
 from testbed.progress import EpisodeProgress
 from testbed.provenance import git_revision, package_versions
-from testbed.scenarios.probe import ProbeItemRunner, ProbeVariant, plan_item
+from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeOutcome, Store
@@ -57,14 +56,25 @@ def preflight(scenario: ResolvedScenario) -> None:
         )
 
 
-def plan(scenario: ResolvedScenario) -> list[tuple[DatasetItem, list[ProbeVariant]]]:
-    """Load the items and expand every one into its variants."""
-    sel = scenario.spec.items
-    try:
-        items = load_items(scenario.spec.dataset, limit=sel.limit, seed=sel.seed)
-    except ValueError as exc:
-        raise SpecError(scenario.path, "dataset", str(exc), "use a known dataset name") from None
-    return [(item, plan_item(scenario, item)) for item in items]
+def scenario_kind(scenario: ResolvedScenario) -> ScenarioKind:
+    """The kind module that plans and runs this scenario (imported when needed)."""
+    kind = scenario.spec.kind
+    if kind == "probe":
+        from testbed.scenarios.probe import ProbeKind
+
+        return ProbeKind()
+    if kind == "dialogue":
+        from testbed.scenarios.dialogue import DialogueKind
+
+        return DialogueKind()
+    from testbed.scenarios.info_gathering import InfoGatheringKind
+
+    return InfoGatheringKind()
+
+
+def plan(scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
+    """Every unit of the scenario with its episode variants."""
+    return scenario_kind(scenario).plan(scenario)
 
 
 async def run_scenario(
@@ -120,23 +130,21 @@ async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool) ->
 
 
 async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress) -> None:
-    assistant = Assistant(scenario.assistant, backends["assistant"])
-    users = {mode: SimulatedUser(scenario.user, backends["user"], mode, scenario.user_prompt) for mode in scenario.spec.user_modes}
     with EpisodeProgress(scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
 
         def sink(outcome: EpisodeOutcome) -> None:
             store.write_episode(run_id, outcome)
             progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
-        runner = ProbeItemRunner(scenario, assistant, users, store.shared_answers(run_id),
-                                 lambda a: store.write_shared_answer(run_id, a), sink)
+        context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a), sink)
+        runner = scenario_kind(scenario).runner(context)
         window = asyncio.Semaphore(max(scenario.assistant.spec.concurrency, 1))
 
-        async def one(item: DatasetItem, variants: list[ProbeVariant]) -> None:
+        async def one(unit: Any, variants: list[EpisodeVariant]) -> None:
             async with window:
-                await runner.run(item, variants)
+                await runner.run(unit, variants)
 
-        await asyncio.gather(*(one(item, vs) for item, vs in pending))
+        await asyncio.gather(*(one(unit, vs) for unit, vs in pending))
 
 
 def _counts(store: Store, run_id: str) -> dict[str, int]:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from testbed.judges.fence import fence
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
-
-SLOTS = re.compile(r"\{(labels|question|answer|user_turn)\}")
+from testbed.templates import fill_slots
 
 
 def label_list() -> str:
@@ -25,10 +22,7 @@ def render_prompt(template: str, item: JudgeInput) -> str:
         "answer": fence(item.assistant, "ANSWER"),
         "user_turn": fence(item.user_turn, "USER_TURN"),
     }
-    missing = [s for s in ("question", "answer", "user_turn") if "{" + s + "}" not in template]
-    if missing:
-        raise ValueError(f"judge prompt lacks the slots {missing}")
-    return SLOTS.sub(lambda m: values[m.group(1)], template)
+    return fill_slots(template, values, required=("question", "answer", "user_turn"))
 
 
 def verdict_schema(task: str) -> dict:

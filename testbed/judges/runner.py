@@ -55,7 +55,7 @@ async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console:
         for _, v, _ in batch:
             counts["scored" if v.scored else "unscored"] += 1
 
-    with EpisodeProgress(f"judge {who}", len(todo), console=console, enabled=show_progress) as progress:
+    with EpisodeProgress(f"judge {who}", len(todo), console=console, enabled=show_progress, error_label="unscored") as progress:
         if judge.spec.kind == "local":
             from testbed.judges.local import LocalJudge
 

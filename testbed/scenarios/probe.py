@@ -7,15 +7,14 @@ finds its finished episodes and only does what is missing.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from testbed.backends.base import BackendError
 from testbed.backends.factory import served_model_name
 from testbed.datasets import DatasetItem, score_answer
 from testbed.participants import Assistant, SimulatedUser
+from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, load_dataset_items, stable_hash
 from testbed.scenarios.perturbations import perturb
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
@@ -23,25 +22,12 @@ from testbed.store.sqlite_store import message_from_row
 from testbed.transcript import Message, Transcript
 
 
-def stable_hash(*parts: object, length: int = 16) -> str:
-    """A short hex digest of JSON-encoded parts: the same inputs give the same id everywhere."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:length]
-
-
-@dataclass(frozen=True)
-class ProbeVariant:
-    """One user-turn variant of an item: an episode to run."""
-
-    key: EpisodeKey
-    seed: int
-
-
 def answer_id(scenario: ResolvedScenario, item: DatasetItem) -> str:
     """Id of the shared assistant answer of an item (same assistant, same item → same answer)."""
     return stable_hash("answer", item.dataset, item.item_id, scenario.assistant.as_dict()["spec"], scenario.assistant.system_prompt)
 
 
-def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[ProbeVariant]:
+def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVariant]:
     """Every variant of one item, in a fixed order."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
     user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
@@ -53,7 +39,7 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[ProbeVarian
                     eid = stable_hash(spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
                     key = EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
                                      served_model_name(u.spec), mode, temperature, sample, perturbation)
-                    out.append(ProbeVariant(key, int(eid[:8], 16)))
+                    out.append(EpisodeVariant(key, int(eid[:8], 16)))
     return out
 
 
@@ -76,7 +62,7 @@ class ProbeItemRunner:
     users: dict[str, SimulatedUser]
     shared: dict[str, dict]
     save_answer: Callable[[SharedAnswer], None]
-    sink: Callable[[EpisodeOutcome], Awaitable[None] | None]
+    sink: Sink
 
     async def _answer(self, item: DatasetItem, transcript: Transcript) -> tuple[Message, float | None]:
         aid = answer_id(self.scenario, item)
@@ -90,7 +76,7 @@ class ProbeItemRunner:
         self.shared[aid] = {"content": message.content, "task_score": score}
         return message, score
 
-    async def run(self, item: DatasetItem, variants: list[ProbeVariant]) -> None:
+    async def run(self, item: DatasetItem, variants: list[EpisodeVariant]) -> None:
         """Generate (or reuse) the answer once, then every pending user-turn variant."""
         base = initial_transcript(self.scenario, item)
         try:
@@ -102,7 +88,7 @@ class ProbeItemRunner:
         aid = answer_id(self.scenario, item)
         await asyncio.gather(*(self._variant(item, base, answer, aid, score, v) for v in variants))
 
-    async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: ProbeVariant) -> None:
+    async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: EpisodeVariant) -> None:
         transcript = Transcript(list(base.messages))
         shown = perturb(answer.content, v.key.perturbation)
         transcript.append(replace(answer, content=shown, reused_from=aid))
@@ -119,3 +105,19 @@ class ProbeItemRunner:
         result = self.sink(outcome)
         if result is not None:
             await result
+
+
+class ProbeKind:
+    """The probe as a scenario kind: units are dataset items, variants are user turns."""
+
+    def plan(self, scenario: ResolvedScenario) -> list[tuple[DatasetItem, list[EpisodeVariant]]]:
+        """Every item with its user-turn variants."""
+        items = load_dataset_items(scenario, scenario.spec.dataset, scenario.spec.items)
+        return [(item, plan_item(scenario, item)) for item in items]
+
+    def runner(self, context: RunContext) -> ProbeItemRunner:
+        """One runner for all items: the shared answers live in it."""
+        s = context.scenario
+        assistant = Assistant(s.assistant, context.backends["assistant"])
+        users = {mode: SimulatedUser(s.user, context.backends["user"], mode, s.user_prompt) for mode in s.spec.user_modes}
+        return ProbeItemRunner(s, assistant, users, context.shared, context.save_shared, context.sink)

@@ -13,7 +13,11 @@ from pydantic import ValidationError
 
 from testbed.specs.agent import AgentSpec
 from testbed.specs.errors import SpecError, spec_error_from_validation
+from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
 from testbed.specs.scenario import ProbeScenarioSpec
+
+ScenarioSpec = ProbeScenarioSpec | DialogueScenarioSpec | InfoGatheringScenarioSpec
+SCENARIO_KINDS: dict[str, type] = {"probe": ProbeScenarioSpec, "dialogue": DialogueScenarioSpec, "info_gathering": InfoGatheringScenarioSpec}
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,21 +91,28 @@ def load_agent(ref: str | Path, *, relative_to: Path | None = None) -> ResolvedA
 class ResolvedScenario:
     """A scenario with its agents and prompts resolved: everything a run needs, nothing implicit."""
 
-    spec: ProbeScenarioSpec
+    spec: ScenarioSpec
     path: Path
     assistant: ResolvedAgent
     user: ResolvedAgent
     user_prompt: str | None
+    personas: tuple[PersonaSpec, ...] = ()
+    task_set: Any = None
 
     def as_dict(self) -> dict[str, Any]:
         """The fully resolved spec, stored with the run."""
-        return {
+        out = {
             "scenario": self.spec.model_dump(mode="json"),
             "path": str(self.path),
             "assistant": self.assistant.as_dict(),
             "user": self.user.as_dict(),
             "user_prompt": self.user_prompt,
         }
+        if self.personas:
+            out["personas"] = [p.model_dump(mode="json") for p in self.personas]
+        if self.task_set is not None:
+            out["tasks"] = self.task_set.model_dump(mode="json")
+        return out
 
     def fingerprint(self) -> str:
         """A short hash of everything that changes what a run generates."""
@@ -122,12 +133,17 @@ def load_scenario(
     """Load a scenario and its agents; command-line overrides replace the spec's own choices."""
     path = resolve_spec_path(ref, "scenarios")
     data = read_yaml(path)
-    if limit is not None and isinstance(data.get("items") or {}, dict):
-        data = {**data, "items": {**(data.get("items") or {}), "limit": limit}}
+    kind = data.get("kind")
+    model = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise SpecError(path, "kind", f"unknown scenario kind {kind!r}", f"use one of {', '.join(SCENARIO_KINDS)}")
+    selection = "tasks" if kind == "info_gathering" else "items"
+    if limit is not None and isinstance(data.get(selection) or {}, dict):
+        data = {**data, selection: {**(data.get(selection) or {}), "limit": limit}}
     try:
-        spec = ProbeScenarioSpec.model_validate(data)
+        spec = model.model_validate(data)
     except ValidationError as exc:
-        raise spec_error_from_validation(path, exc, ProbeScenarioSpec) from None
+        raise spec_error_from_validation(path, exc, model) from None
     agents = {}
     for role, override in (("assistant", assistant), ("user", user)):
         ref_ = override if override is not None else getattr(spec, role)
@@ -138,4 +154,34 @@ def load_scenario(
     user_prompt = _prompt(path, "user_prompt_file", spec.user_prompt_file)
     if "instructed" in spec.user_modes and user_prompt is None:
         raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt", "add user_prompt_file: prompts/user-instructed.md")
-    return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt)
+    personas = _personas(path, spec) if isinstance(spec, DialogueScenarioSpec) and spec.opening == "persona" else ()
+    task_set = _task_set(path, spec) if isinstance(spec, InfoGatheringScenarioSpec) else None
+    return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt, personas, task_set)
+
+
+def _personas(path: Path, spec: DialogueScenarioSpec) -> tuple[PersonaSpec, ...]:
+    assert spec.personas_file is not None
+    target = spec.personas_file if spec.personas_file.is_absolute() else path.parent / spec.personas_file
+    if not target.is_file():
+        raise SpecError(path, "personas_file", f"personas file {target} does not exist", "create it or correct the path (relative to this spec)")
+    try:
+        return tuple(PersonaSet.model_validate(read_yaml(target)).personas)
+    except ValidationError as exc:
+        raise spec_error_from_validation(target, exc, PersonaSet) from None
+
+
+def _task_set(path: Path, spec: InfoGatheringScenarioSpec) -> Any:
+    from testbed.scenarios.info_tasks import load_task_set
+
+    target = None
+    if spec.tasks_file is not None:
+        target = spec.tasks_file if spec.tasks_file.is_absolute() else path.parent / spec.tasks_file
+        if not target.is_file():
+            raise SpecError(path, "tasks_file", f"tasks file {target} does not exist", "create it or correct the path (relative to this spec)")
+    task_set = load_task_set(target)
+    if spec.domains:
+        known = {t.domain for t in task_set.tasks}
+        unknown = sorted(set(spec.domains) - known)
+        if unknown:
+            raise SpecError(path, "domains", f"unknown domains {unknown}", f"use some of {', '.join(sorted(known))}")
+    return task_set

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from testbed.judges.local import cues
 from testbed.judges.local.features import context, measure
-from testbed.judges.local.rules import DEFAULT, Thresholds, decide, find_cues
+from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
 from testbed.judges.verdict import JudgeInput, Verdict
 
@@ -23,6 +23,8 @@ FOLLOWUP = "genuine_followup"
 
 def _strip_scaffolding(text: str) -> str:
     """Remove role-play scaffolding and a leading `User:` tag; what is left is what the user says."""
+    if "’" in text:
+        text = text.replace("’", "'")
     if "next message" in text or "you are the user" in text.lower():
         text = cues.USER_NEXT.sub(" ", text)
     text = text.strip().strip('"').strip()
@@ -33,13 +35,16 @@ def _strip_scaffolding(text: str) -> str:
 def classify(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> Verdict:
     """Label one user turn given the request and the answer as shown.
 
-    Pure function of its three texts (plus thresholds): equal inputs give equal verdicts.
+    A pure function of its inputs: equal inputs give equal verdicts, in any order or process.
     """
-    cleaned = neutralise(user_turn or "")
+    raw = user_turn or ""
+    lower = raw.lower()
+    tokens = cues.WORD.findall(lower)
+    cleaned = neutralise(raw, lower, set(tokens))
     text = _strip_scaffolding(cleaned.text)
     ctx = context(question or "", assistant or "")
-    feats = measure(text, ctx)
-    label, reason = decide(feats, find_cues(text, ctx.q_text), thresholds)
+    feats = measure(text, ctx, tokens if text == raw else None)
+    label, reason = decide(feats, ctx.q_text, thresholds)
     if cleaned.injected:
         if label == FOLLOWUP:
             label, reason = "other", "judge-directed text; not a follow-up"

@@ -3,7 +3,7 @@
 A simulated user (or an adversary) may write label names, JSON verdicts, fake delimiters or
 orders to the judge. None of that is evidence about how the turn reacts to the answer, so it is
 cut out, and the caller is told that it was there (an injected turn never counts as a follow-up).
-A cheap pre-check keeps the common, clean turn on a fast path.
+A substring pre-check keeps the common, clean turn on a fast path.
 """
 
 from __future__ import annotations
@@ -14,50 +14,57 @@ from typing import NamedTuple
 _I = re.IGNORECASE
 
 _LABEL_NAMES = (
-    r"genuine[\s_-]*follow[\s_-]*ups?|restate[\s_-]*(?:the[\s_-]*)?question|echo[\s_-]*(?:the[\s_-]*)?assistant|meta[\s_-]*planning"
-    r"|new[\s_-]*question|short[\s_-]*filler|degenerate|other|follow[\s_-]*up"
+    r"genuine[\s_-]*follow[\s_-]*ups?|restate[\s_-]*(?:the[\s_-]*)?question|echo[\s_-]*(?:the[\s_-]*)?assistant"
+    r"|meta[\s_-]*planning|new[\s_-]*question|short[\s_-]*filler|degenerate|other|follow[\s_-]*up"
 )
+_JUDGES = r"judge|grader|classifier|evaluator|annotator|labell?er|rater|scorer"
 
-_PRECHECK = re.compile(
-    r"genuine|follow[\s_-]*up|_|label|verdict|judge|grader|classif|annotat|evaluator|ignore|disregard|forget|instruction"
-    r"|override|system\s*(?:prompt|message)|```|</|<\s*/?\s*(?:user|assistant|system|question|answer|turn)|===|---|\{|\bend\b|\bbegin\b"
-    r"|you\s+must\s+(?:output|answer|return|say|respond|label|classify|print|reply)",
-    _I,
+_HINT_MARKS = ("{", "_", "</", "<", "===", "---", "##", "[", "```")
+_HINT_WORDS = frozenset(
+    "genuine followup label labels labelled labeled labeler labeller verdict category categories categorize categorise class "
+    "classify classification classified classifier judge judges grader evaluator evaluate annotator annotators rater "
+    "scorer ignore disregard forget override instruction instructions rules prompt system end beginning start mark "
+    "tag score rate degenerate restate filler echo meta follow".split()
 )
+"""Marks and words, one of which every pattern below needs: a turn with none takes the fast path."""
 
 _JSON_VERDICT = re.compile(
     r"\{[^{}]{0,300}?[\"']?(?:label|followup|follow_up|verdict|reason|category|class|note|id)[\"']?\s*:[^{}]{0,300}\}?",
     _I,
 )
 _KEY_VALUE = re.compile(
-    rf"[\"']?\b(?:label|verdict|category|class(?:ification)?|followup|follow[_-]up|answer|output|result)[\"']?\s*[:=]\s*[\"']?(?:{_LABEL_NAMES}|true|false|yes|no)\b[\"']?",
+    rf"[\"']?\b(?:label|verdict|category|class(?:ification)?|follow[_ -]?up)[\"']?\s*[:=]\s*[\"']?(?:{_LABEL_NAMES}|true|false)\b[\"']?",
     _I,
 )
 _SNAKE_LABEL = re.compile(
-    r"\b(?:genuine_followup|restate_question|echo_assistant|meta_planning|new_question|short_filler)\b|\bgenuine[\s-]+follow[\s-]*ups?\b",
+    r"\b(?:genuine_followup|restate_question|echo_assistant|meta_planning|new_question|short_filler)\b"
+    r"|\bgenuine[\s-]+follow[\s-]*ups?\b",
     _I,
 )
 _DIRECTIVE = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,60}\b(?:above|previous|prior|earlier|preceding|instructions?|rules?|guide(?:lines)?|prompt|context|everything)\b"
-    r"|\bas\s+(?:the|a|an|your)\s+(?:judge|grader|classifier|evaluator|annotator|labell?er|rater)\b"
-    r"|\b(?:dear|attention|note\s+to\s+(?:the)?)\s*(?:judge|grader|classifier|evaluator|annotator)s?\b"
-    r"|\b(?:judge|grader|classifier|evaluator|annotator|labell?er|rater)s?\s*(?::|,|must|should|will|shall|needs?\s+to|is\s+instructed)"
-    r"|\b(?:you\s+must|you\s+should|you\s+will|must|always|please)\s+(?:output|return|print|respond\s+with|answer\s+with|reply\s+with|label|classify|mark|rate|tag|say)\b"
+    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,60}\b(?:above|previous|prior|earlier|preceding|instructions?"
+    r"|rules?|guide(?:lines)?|prompt|context|everything)\b"
+    rf"|\bas\s+(?:the|a|an|your)\s+(?:{_JUDGES})\b|\b(?:dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:{_JUDGES})s?\b"
+    rf"|(?:^|[.!?\n]\s*)(?:{_JUDGES})s?\s*[:,]"
+    rf"|\b(?:{_JUDGES})s?\s+(?:must|should|shall|needs?\s+to|is\s+instructed\s+to)\s+(?:output|return|label|classify|mark|answer|say|print)"
+    r"|\byou\s+(?:must|should|will|shall)\s+(?:output|return|print|respond\s+with|answer\s+with|reply\s+with|label|classify|mark|rate|tag)\b"
     r"|\b(?:classify|label|mark|rate|tag|score|categori[sz]e)\s+(?:this|the|it|that)(?:\s+(?:turn|message|text|reply|response))?\s+as\b"
-    r"|\bthe\s+(?:correct|right|true|final)\s+(?:label|verdict|classification|category)\b"
-    r"|\b(?:new|updated|hidden|system)\s+(?:instructions?|rules?|prompt)\b|\bsystem\s+(?:override|message)\b"
-    r"|\b(?:this|the)\s+(?:turn|message|text|reply)\s+(?:is|counts\s+as|should\s+be)\s+(?:a\s+)?(?:" + _LABEL_NAMES + r")\b",
+    r"|\bthe\s+(?:correct|right|true|final|expected)\s+(?:label|verdict|classification|category)\b"
+    r"|\b(?:new|updated|hidden|real)\s+(?:instructions?|rules|system\s+prompt)\b|\bsystem\s+(?:override|prompt|message)\s*:"
+    rf"|\b(?:this|the)\s+(?:turn|message|text|reply)\s+(?:is|counts\s+as|should\s+be)\s+(?:an?\s+)?(?:{_LABEL_NAMES})\b",
     _I,
 )
 _FAKE_DELIMITER = re.compile(
     r"</?\s*(?:user_?turn|assistant|question|answer|system|turn|instructions?|input|output|context|conversation|im_end|im_start)\s*>"
     r"|={3,}[^=\n]{0,40}={3,}|-{3,}\s*(?:end|begin|start|stop)[^-\n]{0,30}-{3,}|#{2,}\s*(?:end|begin)\b[^\n]{0,30}"
     r"|\[\s*/?\s*(?:end|begin|start)\s*(?:of\s+)?(?:user_?turn|turn|input|transcript|conversation|message)?\s*\]"
-    r"|\b(?:end|begin|start)\s+of\s+(?:the\s+)?(?:user_?turn|user\s+turn|turn|input|transcript|conversation|message)\b",
+    r"|\b(?:end|beginning|start)\s+of\s+(?:the\s+)?(?:user_?turn|user\s+turn|turn|input|transcript|conversation|message)\b",
     _I,
 )
+_WORD = re.compile(r"\w+")
 _FENCE = re.compile(r"`{3,}\w*")
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+_SPACES = re.compile(r"[ \t]{2,}")
 
 
 class Cleaned(NamedTuple):
@@ -67,27 +74,31 @@ class Cleaned(NamedTuple):
     injected: bool
 
 
-def neutralise(text: str) -> Cleaned:
+def neutralise(text: str, lower: str | None = None, words: set[str] | None = None) -> Cleaned:
     """Cut JSON verdicts, label names, judge directives and fake delimiters out of `text`.
 
-    Sentences that carry a directive are removed whole, because what surrounds an order to the
-    judge ("... and answer X") is part of the order; fences are dropped without flagging, since
-    users paste code.
+    A sentence that carries a directive or a label name is removed whole, because what
+    surrounds an order to the judge ("... and answer X") is part of the order. Code fences are
+    dropped without flagging, since users paste code. `lower` and `words` (its word tokens) may
+    be passed when the caller already has them.
     """
-    if not _PRECHECK.search(text):
+    if lower is None:
+        lower = text.lower()
+    if words is None:
+        words = set(_WORD.findall(lower))
+    if _HINT_WORDS.isdisjoint(words) and not any(mark in lower for mark in _HINT_MARKS):
         return Cleaned(text, False)
+    out = text
     injected = False
-    out = _JSON_VERDICT.sub(" ", text)
-    injected |= out != text
-    for pattern in (_KEY_VALUE, _FAKE_DELIMITER):
+    for pattern in (_JSON_VERDICT, _KEY_VALUE, _FAKE_DELIMITER):
         new = pattern.sub(" ", out)
-        injected |= new != out
+        injected = injected or new != out
         out = new
     if _DIRECTIVE.search(out) or _SNAKE_LABEL.search(out):
         injected = True
-        kept = [s for s in _SENTENCE.findall(out) if not (_DIRECTIVE.search(s) or _SNAKE_LABEL.search(s))]
-        out = "".join(kept)
-    out = _FENCE.sub(" ", out)
+        out = "".join(s for s in _SENTENCE.findall(out) if not (_DIRECTIVE.search(s) or _SNAKE_LABEL.search(s)))
+    if "`" in out:
+        out = _FENCE.sub(" ", out)
     if injected:
-        out = re.sub(r"[ \t]{2,}", " ", out).strip()
+        out = _SPACES.sub(" ", out).strip()
     return Cleaned(out, injected)

@@ -1,0 +1,215 @@
+"""Pictures of conversation graphs and drift survival (matplotlib, headless Agg backend).
+
+The episode picture is built for one question — *when did the simulated user leave its role?* —
+so time runs left to right, each role has its own row, drift turns are red/orange against a
+blue-green in-role family, and the onset is ringed, annotated and marked by a dashed line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, Patch  # noqa: E402
+
+from testbed.analysis.graphs import START  # noqa: E402
+from testbed.judges.taxonomy import taxonomy  # noqa: E402
+
+DRIFT_COLOURS = {"echo_assistant": "#d62728", "meta_planning": "#ff7f0e"}
+"""Drift labels in strong warm colours; any other drift label falls back to crimson."""
+
+IN_ROLE_COLOURS = {
+    "genuine_followup": "#2ca02c", "restate_question": "#1f77b4", "new_question": "#17becf",
+    "short_filler": "#9ecae1", "degenerate": "#6a51a3", "other": "#74a9cf",
+}
+"""Every other label in the blue-green family, so red means drift and nothing else."""
+
+ROLE_COLOURS = {"assistant": "#9e9e9e", "system": "#d9d9d9", "user": "#ffffff"}
+EDGE_COLOURS = {"restates": "#1f77b4", "echoes": "#d62728"}
+ROWS = {"user": 1.0, "assistant": 0.0, "system": -1.0}
+_NODE_SIZE = 620
+_SHRINK = 14
+
+
+def label_colour(label: str) -> str:
+    """The colour of a label: warm for drift labels, blue-green for the rest, grey for unknown ones."""
+    if label in taxonomy().drift_labels:
+        return DRIFT_COLOURS.get(label, "#b2182b")
+    return IN_ROLE_COLOURS.get(label, "#74a9cf" if label else ROLE_COLOURS["user"])
+
+
+def _node_colour(data: dict) -> str:
+    if data["role"] != "user":
+        return ROLE_COLOURS.get(data["role"], "#d9d9d9")
+    return label_colour(data["label"])
+
+
+def _save(fig: plt.Figure, path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    return path
+
+
+def _rad(ax: plt.Axes, a: tuple[float, float], b: tuple[float, float], bulge: float = 62.0) -> float:
+    """Curvature giving an arc a bulge of about `bulge` pixels whatever the distance it spans, high
+    enough to clear the nodes and captions it passes over (an arc3 curve bulges half its rad)."""
+    (x1, y1), (x2, y2) = ax.transData.transform(a), ax.transData.transform(b)
+    distance = max(1.0, ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5)
+    return min(0.5, 2 * bulge / distance)
+
+
+def _node_caption(node: int, data: dict, first_user: int | None) -> str:
+    if data["role"] == "user":
+        if data["label"]:
+            return data["label"].replace("_", " ")
+        return "request" if node == first_user else "unlabelled" if data["ordinal"] else "user"
+    return f"{data['words']} words"
+
+
+def draw_episode(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
+    """Draw an episode graph: x = turn index, one row per role, drift onset ringed and annotated.
+
+    Reply edges are thin grey arrows; source edges are curved arrows, blue when the user restates
+    an earlier user turn and red when it echoes the assistant, thicker the more it copied.
+    """
+    nodes = sorted(graph.nodes)
+    roles = {graph.nodes[n]["role"] for n in nodes}
+    rows = {r: y for r, y in ROWS.items() if r in roles or r != "system"}
+    pos = {n: (float(n), rows.get(graph.nodes[n]["role"], -1.0)) for n in nodes}
+    span = (max(nodes) - min(nodes)) if nodes else 1
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.05 * span + 3.0), 2.9 + 1.2 * len(rows)))
+    ax.set_xlim(min(nodes, default=0) - 0.8, max(nodes, default=1) + 0.8)
+    ax.set_ylim(min(rows.values()) - 0.55, 1.95)
+    first_user = next((n for n in nodes if graph.nodes[n]["role"] == "user"), None)
+    onset = next((n for n in nodes if graph.nodes[n].get("onset")), None)
+    if onset is not None:
+        ax.axvspan(onset - 0.5, max(nodes) + 0.8, color="#d62728", alpha=0.06, zorder=0)
+        ax.axvline(onset, color="#d62728", linestyle="--", linewidth=1.4, zorder=1)
+    for a, b, data in graph.edges(data=True):
+        if data["kind"] == "reply":
+            ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=10, color="#bdbdbd",
+                                         linewidth=1.0, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=2))
+    for a, b, data in graph.edges(data=True):
+        if data["kind"] in EDGE_COLOURS:
+            ax.add_patch(FancyArrowPatch(
+                pos[a], pos[b], connectionstyle=f"arc3,rad={_rad(ax, pos[a], pos[b]):.3f}", arrowstyle="-|>",
+                mutation_scale=16, color=EDGE_COLOURS[data["kind"]], linewidth=1.0 + 4.0 * float(data["weight"]),
+                alpha=0.85, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=3))
+    for n in nodes:
+        data = graph.nodes[n]
+        x, y = pos[n]
+        ax.scatter([x], [y], s=_NODE_SIZE, c=_node_colour(data), edgecolors="#1f77b4" if data["role"] == "user" else "#616161",
+                   linewidths=1.2, zorder=4)
+        dark = data["role"] == "user" and data["label"] not in ("", "short_filler")
+        ax.text(x, y, str(n), ha="center", va="center", fontsize=9, fontweight="bold",
+                color="white" if dark else "black", zorder=5)
+        above = data["role"] == "user"
+        if data.get("onset"):
+            continue
+        ax.text(x, y + (0.2 if above else -0.2), _node_caption(n, data, first_user), ha="center",
+                va="bottom" if above else "top", fontsize=8, color="#b2182b" if data.get("drift") else "#333333",
+                fontweight="bold" if data.get("drift") else "normal", zorder=6,
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
+    if onset is not None:
+        x, y = pos[onset]
+        ax.scatter([x], [y], s=_NODE_SIZE * 2.6, facecolors="none", edgecolors="#d62728", linewidths=2.6, zorder=6)
+        data = graph.nodes[onset]
+        ax.annotate(f"drift onset (turn {onset})\nuser turn {data['ordinal']}: {data['label']}", xy=(x, y + 0.17),
+                    xytext=(x, 1.72), ha="center", va="center", fontsize=9, fontweight="bold", color="#b2182b", zorder=7,
+                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "#fff5f0", "edgecolor": "#d62728"},
+                    arrowprops={"arrowstyle": "-|>", "color": "#d62728", "linewidth": 1.5})
+    ax.set_yticks(list(rows.values()), list(rows.keys()))
+    ax.set_xticks(nodes)
+    ax.set_xlabel("turn index (time →)")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(axis="y", length=0)
+    ax.set_title(title, fontsize=11, loc="left")
+    ax.legend(handles=_episode_legend(graph), loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4,
+              fontsize=8, frameon=False)
+    return _save(fig, path_png)
+
+
+def _episode_legend(graph: nx.DiGraph) -> list:
+    data = [d for _, d in graph.nodes(data=True)]
+    handles = [Patch(facecolor=label_colour(label), edgecolor="#1f77b4", label=label.replace("_", " ") +
+                     (" (drift)" if label in taxonomy().drift_labels else ""))
+               for label in sorted({d["label"] for d in data if d["label"]})]
+    if any(d["role"] == "user" and not d["label"] for d in data):
+        handles.append(Patch(facecolor="white", edgecolor="#1f77b4", label="user, no label"))
+    for role in ("assistant", "system"):
+        if any(d["role"] == role for d in data):
+            handles.append(Patch(facecolor=ROLE_COLOURS[role], edgecolor="#616161", label=role))
+    kinds = {d["kind"] for _, _, d in graph.edges(data=True)}
+    handles.append(Line2D([], [], color="#bdbdbd", label="reply"))
+    handles += [Line2D([], [], color=EDGE_COLOURS[k], linewidth=3, label=f"{k} (width = similarity)")
+                for k in ("restates", "echoes") if k in kinds]
+    if any(d.get("onset") for d in data):
+        handles.append(Line2D([], [], color="#d62728", linestyle="--", marker="o", markerfacecolor="none",
+                              markersize=10, label="drift onset"))
+    return handles
+
+
+def draw_transitions(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
+    """Draw a label transition graph on a circle: node size and caption by count, edge width and
+    caption by the share of transitions out of the source label; drift labels in red/orange."""
+    fig, ax = plt.subplots(figsize=(8.5, 8.0))
+    nodes = [START, *sorted(n for n in graph if n != START)] if START in graph else sorted(graph)
+    pos = nx.circular_layout(nodes) if nodes else {}
+    top = max((graph.nodes[n]["count"] for n in nodes if n != START), default=1)
+    sizes = [900 if n == START else 500 + 2200 * graph.nodes[n]["count"] / top for n in nodes]
+    colours = ["#333333" if n == START else label_colour(n) for n in nodes]
+    style = "arc3,rad=0.18"
+    nx.draw_networkx_nodes(graph, pos, nodelist=nodes, node_size=sizes, node_color=colours, edgecolors="#444444", ax=ax)
+    widths = [0.6 + 7.0 * d["weight"] for _, _, d in graph.edges(data=True)]
+    edge_colours = ["#d62728" if b in taxonomy().drift_labels else "#555555" for _, b in graph.edges()]
+    nx.draw_networkx_edges(graph, pos, width=widths, edge_color=edge_colours, alpha=0.7, arrowsize=16, ax=ax,
+                           node_size=sizes, nodelist=nodes, connectionstyle=style, arrowstyle="-|>")
+    nx.draw_networkx_edge_labels(graph, pos, {(a, b): f"{d['weight']:.0%}" for a, b, d in graph.edges(data=True)},
+                                 font_size=8, ax=ax, node_size=sizes, nodelist=nodes, connectionstyle=style,
+                                 bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    for n in nodes:
+        x, y = pos[n]
+        caption = f"{n}\n({graph.nodes[n]['count']} episodes)" if n == START else f"{n}\n(n={graph.nodes[n]['count']})"
+        ax.text(x * 1.3, y * 1.3, caption, ha="center", va="center", fontsize=9,
+                fontweight="bold" if n in taxonomy().drift_labels else "normal",
+                color="#b2182b" if n in taxonomy().drift_labels else "#222222")
+    ax.set_xlim(-1.6, 1.6)
+    ax.set_ylim(-1.5, 1.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title, fontsize=11)
+    return _save(fig, path_png)
+
+
+def draw_survival(curves: dict[str, pd.DataFrame], path_png: Path | str, title: str) -> Path:
+    """Step plot of Kaplan–Meier in-role survival, one curve per group; censoring marked with ticks
+    so that a flat tail made of few episodes is not over-read."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    top = 1
+    for name, curve in curves.items():
+        n = int(curve.at_risk.iloc[0]) if len(curve) else 0
+        (line,) = ax.step(curve.k, curve.survival, where="post", linewidth=2, label=f"{name} (n={n})")
+        if "censored_at_k" in curve:
+            marks = curve[(curve.censored_at_k > 0) & (curve.k > 0)]
+            ax.plot(marks.k, marks.survival, linestyle="none", marker="|", markersize=10, color=line.get_color())
+        top = max(top, int(curve.k.max()) if len(curve) else 1)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(range(top + 1))
+    ax.set_xlabel("generated user turns k")
+    ax.set_ylabel("share still in role")
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=11, loc="left")
+    if curves:
+        ax.legend(fontsize=8, loc="lower left", title="| censored", title_fontsize=8)
+    return _save(fig, path_png)

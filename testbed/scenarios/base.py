@@ -1,0 +1,77 @@
+"""What every scenario kind provides: a deterministic plan of episodes and a runner for one unit.
+
+A *unit* is what variants share (a dataset item, a persona, a task); each variant is one episode
+with a stable id. The generic runner (testbed.runner) handles the store, resuming and progress.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from testbed.backends.base import Backend
+from testbed.specs.errors import SpecError
+from testbed.specs.loader import ResolvedScenario
+from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
+
+Sink = Callable[[EpisodeOutcome], Awaitable[None] | None]
+
+
+def stable_hash(*parts: object, length: int = 16) -> str:
+    """A short hex digest of JSON-encoded parts: the same inputs give the same id everywhere."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class EpisodeVariant:
+    """One episode to run: its key (id and conditions) and the sampling seed derived from the id."""
+
+    key: EpisodeKey
+    seed: int
+
+
+def variant(key_parts: tuple, make_key: Callable[[str], EpisodeKey]) -> EpisodeVariant:
+    """An episode variant whose id hashes `key_parts` (everything that shapes the episode)."""
+    eid = stable_hash(*key_parts)
+    return EpisodeVariant(make_key(eid), int(eid[:8], 16))
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a unit runner may use: backends by role, shared generations, and where outcomes go."""
+
+    scenario: ResolvedScenario
+    backends: dict[str, Backend]
+    shared: dict[str, dict]
+    save_shared: Callable[[SharedAnswer], None]
+    sink: Sink
+
+
+class UnitRunner(Protocol):
+    """Runs the pending variants of one unit, handing every finished episode to the sink."""
+
+    async def run(self, unit: Any, variants: list[EpisodeVariant]) -> None:
+        """Run the variants; errors become outcomes with reasons, never exceptions."""
+
+
+class ScenarioKind(Protocol):
+    """A scenario kind: how a spec expands into units and variants, and how a unit runs."""
+
+    def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
+        """Every unit with its variants, in a fixed order."""
+
+    def runner(self, context: RunContext) -> UnitRunner:
+        """A runner for this kind's units."""
+
+
+def load_dataset_items(scenario: ResolvedScenario, dataset: str, selection) -> list:
+    """Dataset items for a scenario, a bad dataset reported against the spec file."""
+    from testbed.datasets import load_items
+
+    try:
+        return load_items(dataset, limit=selection.limit, seed=selection.seed)
+    except ValueError as exc:
+        raise SpecError(scenario.path, "dataset", str(exc), "use a known dataset name") from None

@@ -1,0 +1,124 @@
+"""Free dialogues: an assistant and a simulated user talk for up to N user turns."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from testbed.backends.base import BackendError
+from testbed.backends.factory import served_model_name
+from testbed.datasets import score_answer
+from testbed.orchestrator import ERROR, Limits, converse
+from testbed.participants import Assistant, DialogueUser
+from testbed.scenarios.base import EpisodeVariant, RunContext, load_dataset_items, variant
+from testbed.specs.loader import ResolvedScenario
+from testbed.store import EpisodeKey, EpisodeOutcome
+from testbed.templates import fill_slots
+from testbed.transcript import Message, Transcript
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What starts a dialogue: the first user turn, who speaks it, and the persona behind the user."""
+
+    unit_id: str
+    source: str
+    speaker: str
+    messages: tuple[dict[str, str], ...]
+    persona: str
+    goal: str
+    item: object | None = None
+
+
+def openings(scenario: ResolvedScenario) -> list[Opening]:
+    """Dataset items played by the default persona, or the personas with their own opening lines."""
+    spec = scenario.spec
+    if spec.opening == "persona":
+        return [Opening(p.id, "personas", p.name, ({"role": "user", "content": p.opening},), p.persona, p.goal) for p in scenario.personas]
+    items = load_dataset_items(scenario, spec.dataset, spec.items)
+    return [Opening(i.item_id, i.dataset, "dataset", tuple(i.messages), spec.default_persona, spec.default_goal, i) for i in items]
+
+
+def limits_of(spec) -> Limits:
+    """The scenario's stopping rules."""
+    return Limits(spec.max_user_turns, spec.token_budget, spec.end_marker)
+
+
+def plan_conversations(scenario: ResolvedScenario, unit_id: str, source: str) -> list[EpisodeVariant]:
+    """Variants of one conversation unit: user mode × temperature × sample, with stable ids."""
+    spec, a, u = scenario.spec, scenario.assistant, scenario.user
+    identity = (a.as_dict()["spec"], a.system_prompt, u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens,
+                spec.max_user_turns, spec.token_budget, spec.end_marker)
+    out = []
+    for mode in spec.user_modes:
+        for temperature in spec.temperatures:
+            for sample in range(spec.samples_per_temperature):
+                def key(eid: str, mode=mode, temperature=temperature, sample=sample) -> EpisodeKey:
+                    return EpisodeKey(eid, unit_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                      served_model_name(u.spec), mode, temperature, sample, "none")
+                out.append(variant((spec.kind, spec.name, unit_id, identity, mode, temperature, sample, spec.seed), key))
+    return out
+
+
+def opening_transcript(scenario: ResolvedScenario, messages, speaker: str) -> Transcript:
+    """The assistant's system prompt (if any) and the opening user turn(s)."""
+    t = Transcript()
+    if scenario.assistant.system_prompt:
+        t.append(Message("system", scenario.assistant.system_prompt, scenario.assistant.spec.name, 0))
+    for m in messages:
+        t.append(Message(m["role"], m["content"], speaker, t.next_turn))
+    return t
+
+
+def first_answer(transcript: Transcript) -> str | None:
+    """The assistant's first reply, which task accuracy is measured on."""
+    return next((m.content for m in transcript.messages if m.role == "assistant"), None)
+
+
+@dataclass
+class DialogueRunner:
+    """Runs every variant of one opening as a full conversation."""
+
+    context: RunContext
+
+    async def run(self, unit: Opening, variants: list[EpisodeVariant]) -> None:
+        """Each variant is its own conversation; they run concurrently."""
+        await asyncio.gather(*(self._one(unit, v) for v in variants))
+
+    async def _one(self, unit: Opening, v: EpisodeVariant) -> None:
+        s = self.context.scenario
+        spec = s.spec
+        assistant = Assistant(s.assistant, self.context.backends["assistant"])
+        prompt = fill_slots(s.user_prompt or "", {"persona": unit.persona, "goal": unit.goal, "end_marker": spec.end_marker})
+        user = DialogueUser(s.user, self.context.backends["user"], v.key.user_mode, prompt if v.key.user_mode == "instructed" else None)
+        transcript = opening_transcript(s, unit.messages, unit.speaker)
+
+        async def respond_as_user(t: Transcript) -> Message:
+            return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
+
+        try:
+            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec))
+        except BackendError as exc:
+            await _emit(self.context, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
+            return
+        answer = first_answer(transcript)
+        score = score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
+        await _emit(self.context, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, score, transcript.usage()))
+
+
+async def _emit(context: RunContext, outcome: EpisodeOutcome) -> None:
+    result = context.sink(outcome)
+    if result is not None:
+        await result
+
+
+class DialogueKind:
+    """Dialogues as a scenario kind: units are openings, variants are conversations."""
+
+    def plan(self, scenario: ResolvedScenario) -> list[tuple[Opening, list[EpisodeVariant]]]:
+        """Every opening with its conversation variants."""
+        return [(o, plan_conversations(scenario, o.unit_id, o.source)) for o in openings(scenario)]
+
+    def runner(self, context: RunContext) -> DialogueRunner:
+        """A runner for openings."""
+        return DialogueRunner(context)
