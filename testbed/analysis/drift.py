@@ -83,12 +83,13 @@ def survival_curve(onsets: pd.DataFrame, max_k: int | None = None) -> pd.DataFra
     without drifting is *censored*: it leaves the risk set instead of counting as surviving, so short
     dialogues do not inflate the in-role share of long ones. Where nobody is at risk the curve stays
     flat. Columns: k, at_risk, drifted_at_k, censored_at_k (left after k without drifting), survival.
-    `observed_turns` is used when present, else `user_turns`.
+    An episode is followed for `observed_turns` when present, else `user_turns`; a drifted one
+    always until its onset.
     """
-    followed = onsets["observed_turns"] if "observed_turns" in onsets else onsets["user_turns"]
-    followed = followed.astype(int)
     drifted = onsets["drifted"].astype(bool)
     onset = onsets["onset"]
+    followed = onsets["observed_turns"] if "observed_turns" in onsets else onsets["user_turns"]
+    followed = followed.where(~drifted, onset).astype(int)
     top = int(followed.max()) if len(onsets) else 0
     max_k = top if max_k is None else max_k
     rows, survival = [], 1.0
@@ -151,6 +152,10 @@ def run_drift(store: Store, run_id: str, identity: JudgeIdentity) -> pd.DataFram
     (assistant_model, user_model, dataset, user_mode, temperature, perturbation) joined on, so that
     drift can be grouped by model or scenario. Episodes without a generated user turn are left out."""
     onsets = drift_onsets(labels_frame(store, run_id, identity), turns_frame(store, run_id))
-    conditions = pd.read_sql_query(f"SELECT episode_id, {', '.join(GROUP)} FROM episodes WHERE run_id=?",
-                                   store.conn, params=(run_id,))
-    return onsets.merge(conditions, on="episode_id", how="left")
+    return onsets.merge(episode_conditions(store, run_id), on="episode_id", how="left")
+
+
+def episode_conditions(store: Store, run_id: str) -> pd.DataFrame:
+    """Every episode of the run (errored ones too) with the `GROUP` conditions it ran under."""
+    return pd.read_sql_query(f"SELECT episode_id, {', '.join(GROUP)} FROM episodes WHERE run_id=? ORDER BY episode_id",
+                             store.conn, params=(run_id,))

@@ -7,6 +7,7 @@ blue-green in-role family, and the onset is ringed, annotated and marked by a da
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -101,7 +102,7 @@ def draw_episode(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
     for a, b, data in graph.edges(data=True):
         if data["kind"] in EDGE_COLOURS:
             ax.add_patch(FancyArrowPatch(
-                pos[a], pos[b], connectionstyle=f"arc3,rad={_rad(ax, pos[a], pos[b]):.3f}", arrowstyle="-|>",
+                pos[a], pos[b], connectionstyle=f"arc3,rad={_rad(ax, pos[a], pos[b], min(120.0, 70.0 + 6.0 * abs(a - b))):.3f}", arrowstyle="-|>",
                 mutation_scale=16, color=EDGE_COLOURS[data["kind"]], linewidth=1.0 + 4.0 * float(data["weight"]),
                 alpha=0.85, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=3))
     for n in nodes:
@@ -159,35 +160,59 @@ def _episode_legend(graph: nx.DiGraph) -> list:
     return handles
 
 
+def _circle(nodes: list[str]) -> dict[str, tuple[float, float]]:
+    """Nodes on the unit circle clockwise from the top, so START sits at twelve o'clock."""
+    step = 2 * math.pi / max(1, len(nodes))
+    return {n: (math.cos(math.pi / 2 - i * step), math.sin(math.pi / 2 - i * step)) for i, n in enumerate(nodes)}
+
+
+def _transition_order(graph: nx.DiGraph) -> list[str]:
+    known = [label for label in taxonomy().labels if label in graph]
+    return ([START] if START in graph else []) + known + sorted(n for n in graph if n != START and n not in known)
+
+
 def draw_transitions(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
     """Draw a label transition graph on a circle: node size and caption by count, edge width and
-    caption by the share of transitions out of the source label; drift labels in red/orange."""
-    fig, ax = plt.subplots(figsize=(8.5, 8.0))
-    nodes = [START, *sorted(n for n in graph if n != START)] if START in graph else sorted(graph)
-    pos = nx.circular_layout(nodes) if nodes else {}
+    percentage by the share of transitions out of the source label (printed near the source, so a
+    node's outgoing shares read together); a label that repeats shows its share as "stays"."""
+    fig, ax = plt.subplots(figsize=(8.5, 8.5))
+    nodes = _transition_order(graph)
+    pos = _circle(nodes)
     top = max((graph.nodes[n]["count"] for n in nodes if n != START), default=1)
-    sizes = [900 if n == START else 500 + 2200 * graph.nodes[n]["count"] / top for n in nodes]
-    colours = ["#333333" if n == START else label_colour(n) for n in nodes]
-    style = "arc3,rad=0.18"
-    nx.draw_networkx_nodes(graph, pos, nodelist=nodes, node_size=sizes, node_color=colours, edgecolors="#444444", ax=ax)
-    widths = [0.6 + 7.0 * d["weight"] for _, _, d in graph.edges(data=True)]
-    edge_colours = ["#d62728" if b in taxonomy().drift_labels else "#555555" for _, b in graph.edges()]
-    nx.draw_networkx_edges(graph, pos, width=widths, edge_color=edge_colours, alpha=0.7, arrowsize=16, ax=ax,
-                           node_size=sizes, nodelist=nodes, connectionstyle=style, arrowstyle="-|>")
-    nx.draw_networkx_edge_labels(graph, pos, {(a, b): f"{d['weight']:.0%}" for a, b, d in graph.edges(data=True)},
-                                 font_size=8, ax=ax, node_size=sizes, nodelist=nodes, connectionstyle=style,
-                                 bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    sizes = {n: 900.0 if n == START else 500.0 + 2000.0 * graph.nodes[n]["count"] / top for n in nodes}
+    colours = ["#333333" if n == START else ROLE_COLOURS["system"] if n == "unscored" else label_colour(n) for n in nodes]
+    style = "arc3,rad=0.15"
+    drift = taxonomy().drift_labels
+    nx.draw_networkx_nodes(graph, pos, nodelist=nodes, node_size=[sizes[n] for n in nodes], node_color=colours,
+                           edgecolors="#444444", ax=ax)
+    edges = [(a, b) for a, b in graph.edges if a != b]
+    nx.draw_networkx_edges(graph, pos, edgelist=edges, width=[0.6 + 7.0 * graph.edges[e]["weight"] for e in edges],
+                           edge_color=["#d62728" if b in drift else "#666666" for _, b in edges], alpha=0.65,
+                           arrowsize=16, ax=ax, node_size=[sizes[n] for n in nodes], nodelist=nodes,
+                           connectionstyle=style, arrowstyle="-|>")
+    nx.draw_networkx_edge_labels(graph, pos, {e: f"{graph.edges[e]['weight']:.0%}" for e in edges}, label_pos=0.28,
+                                 font_size=8, ax=ax, node_size=[sizes[n] for n in nodes], nodelist=nodes,
+                                 connectionstyle=style, rotate=False,
+                                 bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.9})
     for n in nodes:
         x, y = pos[n]
-        caption = f"{n}\n({graph.nodes[n]['count']} episodes)" if n == START else f"{n}\n(n={graph.nodes[n]['count']})"
-        ax.text(x * 1.3, y * 1.3, caption, ha="center", va="center", fontsize=9,
-                fontweight="bold" if n in taxonomy().drift_labels else "normal",
-                color="#b2182b" if n in taxonomy().drift_labels else "#222222")
-    ax.set_xlim(-1.6, 1.6)
-    ax.set_ylim(-1.5, 1.5)
+        count = graph.nodes[n]["count"]
+        caption = f"{n}\n{count} episodes" if n == START else f"{n}\nn={count}"
+        if graph.has_edge(n, n):
+            caption += f", stays {graph.edges[n, n]['weight']:.0%}"
+        offset = math.sqrt(sizes[n]) / 2 + 10
+        ax.annotate(caption, (x, y), xytext=(x * offset, y * offset), textcoords="offset points",
+                    ha="center" if abs(x) < 0.3 else "left" if x > 0 else "right",
+                    va="center" if abs(y) >= 0.3 and abs(x) >= 0.3 else "bottom" if y > 0 else "top" if abs(x) < 0.3 else "center",
+                    fontsize=9, fontweight="bold" if n in drift else "normal", color="#b2182b" if n in drift else "#222222")
+        if graph.has_edge(n, n):
+            ax.scatter([x], [y], s=sizes[n] * 1.5, facecolors="none", linewidths=0.6 + 7.0 * graph.edges[n, n]["weight"],
+                       edgecolors="#d62728" if n in drift else "#666666", alpha=0.45, zorder=1)
+    ax.set_xlim(-1.75, 1.75)
+    ax.set_ylim(-1.6, 1.6)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title + "\n(edge width and % = share of transitions out of the source; ring = label repeats)", fontsize=10)
     return _save(fig, path_png)
 
 
@@ -203,8 +228,8 @@ def draw_survival(curves: dict[str, pd.DataFrame], path_png: Path | str, title: 
             marks = curve[(curve.censored_at_k > 0) & (curve.k > 0)]
             ax.plot(marks.k, marks.survival, linestyle="none", marker="|", markersize=10, color=line.get_color())
         top = max(top, int(curve.k.max()) if len(curve) else 1)
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, 1.05)
+    ax.set_xlim(-0.1, top + 0.2)
+    ax.set_ylim(0, 1.08)
     ax.set_xticks(range(top + 1))
     ax.set_xlabel("generated user turns k")
     ax.set_ylabel("share still in role")

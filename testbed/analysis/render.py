@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 from rich.table import Table
@@ -20,17 +21,45 @@ def _num(value: float, fmt: str = "{:.1f}") -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt.format(value)
 
 
+def top_shares(row: pd.Series, prefix: str, k: int = 3) -> str:
+    """The k largest `<prefix><name>` shares of a report row, e.g. `echo_assistant 45%`."""
+    shares = {c.removeprefix(prefix): row[c] for c in row.index if c.startswith(prefix) and row[c] == row[c] and row[c] > 0}
+    best = sorted(shares.items(), key=lambda kv: -kv[1])[:k]
+    return ", ".join(f"{name} {share:.0%}" for name, share in best) or "n/a"
+
+
+def _conditions(r: pd.Series) -> list[str]:
+    return [r.assistant_model, r.user_model, r.dataset, r.user_mode, f"{r.temperature:g}", r.get("perturbation", "none")]
+
+
+COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
+    ("episodes", "episodes", lambda r: str(r.episodes)),
+    ("errors", "errors", lambda r: str(r.errors)),
+    ("accuracy (95% CI)", "accuracy", lambda r: _rate(r.accuracy, r.accuracy_lo, r.accuracy_hi)),
+    ("scored", "scored", lambda r: str(r.scored)),
+    ("user words", "user_turn_words", lambda r: _num(r.user_turn_words)),
+    ("user = question (95% CI)", "identical_to_question", lambda r: _rate(r.identical_to_question, r.identical_lo, r.identical_hi)),
+    ("user turns/ep.", "user_turns_per_episode", lambda r: _num(r.user_turns_per_episode)),
+    ("ended by", "user_turns_per_episode", lambda r: top_shares(r, "end_")),
+    ("follow-up (95% CI)", "followup_rate", lambda r: _rate(r.followup_rate, r.followup_lo, r.followup_hi)),
+    ("unscored", "followup_rate", lambda r: str(r.unscored)),
+    ("top labels", "followup_rate", lambda r: top_shares(r, "share_")),
+    ("drift (95% CI)", "drift_share", lambda r: _rate(r.drift_share, r.drift_lo, r.drift_hi)),
+    ("median onset", "drift_share", lambda r: _num(r.median_onset, "{:g}")),
+    ("facts recovered (95% CI)", "recovered", lambda r: _rate(r.recovered, r.recovered_lo, r.recovered_hi)),
+    ("in final output", "in_final_output", lambda r: _rate(r.in_final_output, r.in_final_output_lo, r.in_final_output_hi)),
+    ("questions/fact", "questions_per_recovered_fact", lambda r: _num(r.questions_per_recovered_fact)),
+    ("premature (95% CI)", "premature", lambda r: _rate(r.premature, r.premature_lo, r.premature_hi)),
+    ("leak rate (95% CI)", "leak_rate", lambda r: _rate(r.leak_rate, r.leak_rate_lo, r.leak_rate_hi)),
+]
+"""Display columns: header, the report column that must exist for it, and how to show a row."""
+
+
 def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Human-readable columns: rates with their 95 % Wilson intervals, n/a where nothing was scored."""
-    header = ["assistant", "user", "dataset", "mode", "T", "perturbation", "episodes", "errors",
-              "accuracy (95% CI)", "scored", "user words", "user = question (95% CI)"]
-    rows = []
-    for r in report.itertuples(index=False):
-        rows.append([
-            r.assistant_model, r.user_model, r.dataset, r.user_mode, f"{r.temperature:g}", r.perturbation,
-            str(r.episodes), str(r.errors), _rate(r.accuracy, r.accuracy_lo, r.accuracy_hi), str(r.scored),
-            _num(r.user_turn_words), _rate(r.identical_to_question, r.identical_lo, r.identical_hi),
-        ])
+    """The human-readable columns this report has: rates with 95 % Wilson intervals, n/a where nothing was scored."""
+    shown = [(h, f) for h, col, f in COLUMNS if col in report.columns]
+    header = ["assistant", "user", "dataset", "mode", "T", "perturbation", *(h for h, _ in shown)]
+    rows = [_conditions(r) + [f(r) for _, f in shown] for _, r in report.iterrows()]
     return header, rows
 
 

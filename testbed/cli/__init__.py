@@ -1,6 +1,7 @@
 """The `testbed` command line."""
 
 from testbed.cli import judging as _judging  # noqa: F401  (registers the judging commands)
+from testbed.cli import graphs as _graphs  # noqa: F401  (registers the graph command)
 from testbed.cli.app import app, main
 
 __all__ = ["app", "main"]

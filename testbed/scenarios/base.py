@@ -67,6 +67,13 @@ class ScenarioKind(Protocol):
         """A runner for this kind's units."""
 
 
+async def emit(sink: Sink, outcome: EpisodeOutcome) -> None:
+    """Hand a finished episode to the sink, awaiting it when it is a coroutine."""
+    result = sink(outcome)
+    if result is not None:
+        await result
+
+
 def load_dataset_items(scenario: ResolvedScenario, dataset: str, selection) -> list:
     """Dataset items for a scenario, a bad dataset reported against the spec file."""
     from testbed.datasets import load_items

@@ -10,7 +10,7 @@ from testbed.backends.factory import served_model_name
 from testbed.datasets import score_answer
 from testbed.orchestrator import ERROR, Limits, converse
 from testbed.participants import Assistant, DialogueUser
-from testbed.scenarios.base import EpisodeVariant, RunContext, load_dataset_items, variant
+from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.templates import fill_slots
@@ -99,17 +99,11 @@ class DialogueRunner:
         try:
             termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec))
         except BackendError as exc:
-            await _emit(self.context, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
+            await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
             return
         answer = first_answer(transcript)
         score = score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
-        await _emit(self.context, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, score, transcript.usage()))
-
-
-async def _emit(context: RunContext, outcome: EpisodeOutcome) -> None:
-    result = context.sink(outcome)
-    if result is not None:
-        await result
+        await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, score, transcript.usage()))
 
 
 class DialogueKind:

@@ -14,7 +14,7 @@ from testbed.backends.base import BackendError
 from testbed.backends.factory import served_model_name
 from testbed.datasets import DatasetItem, score_answer
 from testbed.participants import Assistant, SimulatedUser
-from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, load_dataset_items, stable_hash
+from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash
 from testbed.scenarios.perturbations import perturb
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
@@ -102,9 +102,7 @@ class ProbeItemRunner:
         await self._emit(EpisodeOutcome(v.key, transcript.messages, "done", "max_turns", None, score, transcript.usage()))
 
     async def _emit(self, outcome: EpisodeOutcome) -> None:
-        result = self.sink(outcome)
-        if result is not None:
-            await result
+        await emit(self.sink, outcome)
 
 
 class ProbeKind:

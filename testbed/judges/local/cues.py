@@ -16,6 +16,18 @@ _M = re.MULTILINE
 WORD = re.compile(r"\w+")
 """Word tokens (letters, digits, underscore, any script); the text is lower-cased first."""
 
+_PUNCTUATION = "".join(chr(c) for c in range(128) if not (chr(c).isalnum() or chr(c) == "_"))
+_SEPARATORS = str.maketrans(dict.fromkeys(_PUNCTUATION + "’‘“”„‚—–…«»■•·′″¡¿，。！？：；、（）【】《》", " "))
+
+
+def tokens(lower: str) -> list[str]:
+    """Word tokens of lower-cased text, split on whitespace and punctuation.
+
+    Equivalent to `WORD.findall` on ordinary text and about twice as fast (a translation table
+    and `split` run in C), which matters at tens of thousands of turns per second.
+    """
+    return lower.translate(_SEPARATORS).split()
+
 
 @dataclass(frozen=True)
 class Cue:

@@ -44,18 +44,24 @@ FRAME = frozenset(
 )
 """Words that frame a question rather than name its topic (`what is the total number of ...`)."""
 
-IGNORED = STOP | FRAME
+IGNORED = STOP | FRAME | frozenset("abcdefghijklmnopqrstuvwxyz")
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.?!])\s+")
 
 
-def content_words(words: list[str] | set[str]) -> frozenset[str]:
-    """The topical words of a token list, plural-folded so that `jar` and `jars` meet."""
-    return frozenset(
-        w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
-        for w in set(words).difference(IGNORED)
-        if len(w) > 1 or w.isdigit()
-    )
+def _fold(word: str) -> str:
+    """A crude singular: `jars` -> `jar`, `glass` stays."""
+    return word[:-1] if len(word) > 3 and word[-1] == "s" and word[-2] != "s" else word
+
+
+def reference_words(words: list[str]) -> frozenset[str]:
+    """The topical words of a reference text, each with its plural/singular twin added.
+
+    Expanding the reference (computed once per question and answer) lets a turn be compared
+    with plain set operations, without folding the turn's words one by one.
+    """
+    base = set(words).difference(IGNORED)
+    return frozenset(base | {_fold(w) for w in base} | {w + "s" for w in base if w[-1] != "s"})
 
 
 def trigrams(words: list[str]) -> set[tuple[str, str, str]]:
@@ -73,6 +79,7 @@ class Context(NamedTuple):
     a_tri: frozenset[tuple[str, str, str]]
     a_numbers: frozenset[str]
     ask: frozenset[str]
+    ask_size: int
     a_text: str
     q_text: str
     a_weight: dict[str, float]
@@ -90,19 +97,22 @@ def _ask(question: str) -> str:
     return asked[-1] if asked else sentences[0]
 
 
-def _weights(content: list[str]) -> dict[str, float]:
-    """log(1 + count) of each content word of the answer: how much the answer dwells on it."""
-    folded = [w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w for w in content]
-    return {w: math.log1p(n) for w, n in Counter(folded).items()}
+def _weights(words: list[str]) -> dict[str, float]:
+    """log(1 + count) of each topical word of the answer, under both its forms: how much the answer dwells on it."""
+    counts = Counter(_fold(w) for w in words if w not in IGNORED)
+    weights = {w: math.log1p(n) for w, n in counts.items()}
+    weights.update({w + "s": v for w, v in weights.items() if w[-1] != "s"})
+    return weights
 
 
 @lru_cache(maxsize=512)
 def context(question: str, assistant: str) -> Context:
     """Features of the (question, answer) pair, cached: many turns share one pair."""
-    q_words = cues.WORD.findall(question.lower())
-    a_words = cues.WORD.findall(assistant.lower())
-    q_content = content_words(q_words)
-    a_content = content_words(a_words)
+    q_words = cues.tokens(question.lower())
+    a_words = cues.tokens(assistant.lower())
+    q_content = reference_words(q_words)
+    a_content = reference_words(a_words)
+    ask_words = cues.tokens(_ask(question).lower())
     numbers = frozenset(w for w in a_words if w.isdigit()) - frozenset(w for w in q_words if w.isdigit())
     return Context(
         q_content=q_content,
@@ -111,10 +121,11 @@ def context(question: str, assistant: str) -> Context:
         q_tri=frozenset(trigrams(q_words)),
         a_tri=frozenset(trigrams(a_words)),
         a_numbers=numbers,
-        ask=content_words(cues.WORD.findall(_ask(question).lower())),
+        ask=reference_words(ask_words),
+        ask_size=len(set(map(_fold, set(ask_words).difference(IGNORED)))),
         a_text=assistant.lower()[:A_TEXT_CHARS],
         q_text=question.lower()[:A_TEXT_CHARS],
-        a_weight=_weights([w for w in a_words if w not in IGNORED and (len(w) > 1 or w.isdigit())]),
+        a_weight=_weights(a_words),
     )
 
 
@@ -163,34 +174,35 @@ def measure(text: str, ctx: Context, tokens: list[str] | None = None) -> TurnFea
     `tokens` are the word tokens of `text` when the caller has already split it.
     """
     lower = text.lower()
-    all_words = cues.WORD.findall(lower) if tokens is None else tokens
-    head = all_words[:MAX_WORDS]
+    all_words = cues.tokens(lower) if tokens is None else tokens
+    n_words = len(all_words)
+    head = all_words if n_words <= MAX_WORDS else all_words[:MAX_WORDS]
     words = set(head)
-    content = content_words(words)
-    n = len(content)
-    tri = trigrams(head)
-    q_hits = content & ctx.q_content
-    a_hits = content & ctx.a_content
-    novel = content - q_hits - a_hits
-    fragments = {w for w in novel if len(w) >= 5 and w in ctx.a_text} if novel and len(head) < SHORT_TURN else set()
-    a_only = len(content & ctx.a_only) + len(fragments)
+    content = words.difference(IGNORED)
+    n = len(content) or 1
+    tri = set(zip(head, head[1:], head[2:]))
+    n_tri = len(tri) or 1
+    q_hits = len(content & ctx.q_content)
+    a_hits = len(content & ctx.a_content)
+    novel = content.difference(ctx.q_content, ctx.a_content)
+    fragments = len([w for w in novel if len(w) >= 5 and w in ctx.a_text]) if novel and n_words < SHORT_TURN else 0
     weight = ctx.a_weight
     return TurnFeatures(
         text=text,
         lower=lower,
         words=words,
-        n_words=len(all_words),
-        q_frac=len(q_hits) / n if n else 0.0,
-        a_frac=(len(a_hits) + len(fragments)) / n if n else 0.0,
-        a_only_frac=a_only / n if n else 0.0,
-        novel_frac=(len(novel) - len(fragments)) / n if n else 0.0,
-        ask_cover=len(content & ctx.ask) / len(ctx.ask) if ctx.ask else 0.0,
-        salience=sum([weight.get(w, 0.0) for w in content]) / n if n else 0.0,
-        tri_q=len(tri & ctx.q_tri) / len(tri) if tri else 0.0,
-        tri_a=len(tri & ctx.a_tri) / len(tri) if tri else 0.0,
+        n_words=n_words,
+        q_frac=q_hits / n,
+        a_frac=(a_hits + fragments) / n,
+        a_only_frac=(len(content & ctx.a_only) + fragments) / n,
+        novel_frac=(len(novel) - fragments) / n,
+        ask_cover=min(1.0, len(content & ctx.ask) / ctx.ask_size) if ctx.ask_size else 0.0,
+        salience=sum(map(weight.__getitem__, content & weight.keys())) / n,
+        tri_q=len(tri & ctx.q_tri) / n_tri,
+        tri_a=len(tri & ctx.a_tri) / n_tri,
         rep3=1.0 - len(tri) / (len(head) - 2) if len(head) >= 12 else 0.0,
-        question=bool(cues.QUESTION_OPENER.match(lower)) or "?" in text[:300],
-        request=bool(cues.REQUEST_OPENER.match(lower)),
+        question="?" in text[:300] or cues.QUESTION_OPENER.match(lower) is not None,
+        request=cues.REQUEST_OPENER.match(lower) is not None,
         latin=_latin_share(text),
-        answer_numbers=len(ctx.a_numbers.intersection(words)),
+        answer_numbers=len(ctx.a_numbers & words),
     )

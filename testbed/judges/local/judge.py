@@ -39,7 +39,7 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     """
     raw = user_turn or ""
     lower = raw.lower()
-    tokens = cues.WORD.findall(lower)
+    tokens = cues.tokens(lower)
     cleaned = neutralise(raw, lower, set(tokens))
     text = _strip_scaffolding(cleaned.text)
     ctx = context(question or "", assistant or "")

@@ -1,0 +1,85 @@
+"""Reports of multi-turn runs: turns, terminations, follow-up rate over every user turn, drift,
+and for information gathering the fact-recovery scores. Rates come with Wilson 95 % intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from testbed.analysis.drift import drift_summary, run_drift
+from testbed.analysis.info_metrics import score_info_episode
+from testbed.analysis.stats import wilson_interval
+from testbed.judges.taxonomy import taxonomy
+from testbed.judges.turns import user_turns
+from testbed.store import Store
+from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.store.sqlite_store import message_from_row
+
+GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature"]
+
+
+def _rate(prefix: str, hits: int, n: int) -> dict:
+    lo, hi = wilson_interval(hits, n)
+    return {prefix: hits / n if n else math.nan, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+
+
+def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+    turns = pd.DataFrame([(t.episode_id, t.turn_index) for t in user_turns(store, run_id)], columns=["episode_id", "turn_index"])
+    if judge is None:
+        return turns.assign(status=None, label=None, followup=None)
+    labels = labels_frame(store, run_id, judge)[["episode_id", "turn_index", "status", "label", "followup"]]
+    return turns.merge(labels, on=["episode_id", "turn_index"], how="left")
+
+
+def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFrame:
+    from testbed.scenarios.info_tasks import InfoTaskSet
+
+    spec = json.loads(store.conn.execute("SELECT spec_json FROM runs WHERE run_id=?", (run_id,)).fetchone()[0])
+    tasks = {t.id: t for t in InfoTaskSet.model_validate(spec["tasks"]).tasks}
+    rows = []
+    for e in episodes[episodes.status == "done"].itertuples():
+        msgs = [message_from_row(r) for r in store.conn.execute(
+            "SELECT * FROM messages WHERE run_id=? AND episode_id=? ORDER BY turn_index", (run_id, e.episode_id))]
+        scores = score_info_episode(msgs, tasks[e.item_id], e.termination)
+        scores["leaky_turns"] = len({turn for turn, _ in scores.pop("leaks")})
+        rows.append({"episode_id": e.episode_id, **{k: v for k, v in scores.items() if not isinstance(v, (dict, list))}})
+    return pd.DataFrame(rows)
+
+
+def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+    """One row per condition group of a dialogue or information-gathering run."""
+    episodes = pd.read_sql_query("SELECT * FROM episodes WHERE run_id=?", store.conn, params=(run_id,))
+    turns = _turn_labels(store, run_id, judge).merge(episodes[["episode_id", *GROUP]], on="episode_id")
+    drift = run_drift(store, run_id, judge) if judge is not None else None
+    info = _info_scores(store, run_id, episodes) if kind == "info_gathering" else None
+    rows = []
+    for keys, g in episodes.groupby(GROUP, sort=True, dropna=False):
+        done = g[g.status == "done"]
+        t = turns[turns.episode_id.isin(done.episode_id)]
+        scored = t[t.status == "scored"]
+        row = {**dict(zip(GROUP, keys)), "episodes": len(g), "errors": int((g.status == "error").sum()),
+               "user_turns": len(t), "user_turns_per_episode": len(t) / len(done) if len(done) else math.nan}
+        for reason, n in done.termination.value_counts().items():
+            row[f"end_{reason}"] = n / len(done)
+        if judge is not None:
+            row.update({"judged": len(scored), "unscored": int((t.status == "unscored").sum()), "unjudged": int(t.status.isna().sum())})
+            row.update(_rate("followup_rate", int(scored.followup.fillna(0).astype(bool).sum()), len(scored)))
+            labelled = scored.label.dropna()
+            for label in taxonomy().labels:
+                row[f"share_{label}"] = float((labelled == label).mean()) if len(labelled) else math.nan
+            summary = drift_summary(drift[drift.episode_id.isin(done.episode_id)])
+            row.update({"drifted": summary["drifted"], "drift_evidence": summary["evidence"], "drift_share": summary["share_drifted"],
+                        "drift_lo": summary["share_lo"], "drift_hi": summary["share_hi"], "median_onset": summary["median_onset"]})
+        if info is not None:
+            s = info[info.episode_id.isin(done.episode_id)]
+            row.update(_rate("recovered", int(s.facts_recovered.sum()), int(s.facts_total.sum())))
+            row.update(_rate("in_final_output", int(s.facts_in_final_output.sum()), int(s.facts_total.sum())))
+            row.update(_rate("premature", int(s.premature_answer.sum()), len(s)))
+            row.update(_rate("leak_rate", int(s.leaky_turns.sum()), int(s.user_turns.sum())))
+            row["questions"] = float(s.questions.mean()) if len(s) else math.nan
+            row["questions_per_recovered_fact"] = s.questions.sum() / s.facts_recovered.sum() if s.facts_recovered.sum() else math.nan
+            row["answered"] = float(s.answered.mean()) if len(s) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,108 @@
+"""Information gathering: the assistant must ask for hidden facts; the user reveals only what is asked.
+
+The fact-release logic lives here, not in the user's model: after every assistant turn the facts
+it asked about are released, and the simulated user's prompt holds the statements of released
+facts only. A user model cannot leak what it was never shown; the leak rate measures the rest
+(guesses and invented details that happen to match).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from testbed.backends.base import BackendError
+from testbed.orchestrator import ASSISTANT_DONE, ERROR, converse
+from testbed.participants import Assistant, DialogueUser
+from testbed.scenarios.base import EpisodeVariant, RunContext, emit
+from testbed.scenarios.dialogue import limits_of, opening_transcript, plan_conversations
+from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
+from testbed.specs.loader import ResolvedScenario
+from testbed.store import EpisodeOutcome
+from testbed.templates import fill_slots
+from testbed.transcript import Message, Transcript
+
+NOTHING_RELEASED = "(none yet: the assistant has not asked about any of your details)"
+SOURCE = "info-gathering"
+
+
+def select_tasks(scenario: ResolvedScenario) -> list[InfoTask]:
+    """The scenario's tasks: filtered by domain, then the first `limit` or a seeded sample."""
+    import random
+
+    spec = scenario.spec
+    tasks = [t for t in scenario.task_set.tasks if not spec.domains or t.domain in spec.domains]
+    if spec.tasks.seed is not None:
+        tasks = sorted(tasks, key=lambda t: t.id)
+        random.Random(spec.tasks.seed).shuffle(tasks)
+    return tasks[: spec.tasks.limit] if spec.tasks.limit else tasks
+
+
+@dataclass
+class FactRelease:
+    """Which hidden facts the assistant has asked about so far, and at which turn each was released."""
+
+    task: InfoTask
+    released_at: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, assistant_turn: Message) -> None:
+        """Release every fact the assistant's questions ask about (first time only)."""
+        for fact_id in sorted(asked_facts(assistant_turn.content, self.task)):
+            self.released_at.setdefault(fact_id, assistant_turn.turn_index)
+
+    def statements(self) -> str:
+        """The released facts as the user would say them, for the user's prompt."""
+        lines = [f"- {f.topic}: {f.statement}" for f in self.task.facts if f.id in self.released_at]
+        return "\n".join(lines) or NOTHING_RELEASED
+
+
+def is_final_output(message: Message) -> bool:
+    """An assistant turn that asks nothing is its answer: the episode ends there."""
+    return count_questions(message.content) == 0
+
+
+@dataclass
+class InfoGatheringRunner:
+    """Runs each variant of a task as a conversation with fact release."""
+
+    context: RunContext
+
+    async def run(self, unit: InfoTask, variants: list[EpisodeVariant]) -> None:
+        """Variants of a task run concurrently."""
+        await asyncio.gather(*(self._one(unit, v) for v in variants))
+
+    async def _one(self, task: InfoTask, v: EpisodeVariant) -> None:
+        s, spec = self.context.scenario, self.context.scenario.spec
+        assistant = Assistant(s.assistant, self.context.backends["assistant"])
+        release = FactRelease(task)
+        transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
+
+        def after_assistant(message: Message, _: Transcript) -> str | None:
+            if is_final_output(message):
+                return ASSISTANT_DONE
+            release.observe(message)
+            return None
+
+        async def respond_as_user(t: Transcript) -> Message:
+            prompt = fill_slots(s.user_prompt or "", {"released_facts": release.statements(), "end_marker": spec.end_marker})
+            user = DialogueUser(s.user, self.context.backends["user"], "instructed", prompt)
+            return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
+
+        try:
+            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
+        except BackendError as exc:
+            await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
+            return
+        await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, None, transcript.usage()))
+
+
+class InfoGatheringKind:
+    """Information gathering as a scenario kind: units are tasks, variants are conversations."""
+
+    def plan(self, scenario: ResolvedScenario) -> list[tuple[InfoTask, list[EpisodeVariant]]]:
+        """Every selected task with its conversation variants."""
+        return [(t, plan_conversations(scenario, t.id, SOURCE)) for t in select_tasks(scenario)]
+
+    def runner(self, context: RunContext) -> InfoGatheringRunner:
+        """A runner for tasks."""
+        return InfoGatheringRunner(context)
