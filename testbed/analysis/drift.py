@@ -51,8 +51,7 @@ def drift_onsets(labels: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     drift = taxonomy().drift_labels
     ordered = turns[["episode_id", "turn_index"]].drop_duplicates().sort_values(["episode_id", "turn_index"])
     ordered = ordered.assign(k=ordered.groupby("episode_id").cumcount() + 1)
-    verdicts = labels[["episode_id", "turn_index", "status", "label"]] if not labels.empty else \
-        pd.DataFrame(columns=["episode_id", "turn_index", "status", "label"])
+    verdicts = labels.reindex(columns=["episode_id", "turn_index", "status", "label"])
     frame = ordered.merge(verdicts, on=["episode_id", "turn_index"], how="left")
     frame["known"] = (frame.status == "scored") & frame.label.notna()
     frame["drift"] = frame.known & frame.label.isin(drift)

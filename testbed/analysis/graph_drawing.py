@@ -60,9 +60,10 @@ def _save(fig: plt.Figure, path: Path | str) -> Path:
     return path
 
 
-def _rad(ax: plt.Axes, a: tuple[float, float], b: tuple[float, float], bulge: float = 62.0) -> float:
-    """Curvature giving an arc a bulge of about `bulge` pixels whatever the distance it spans, high
-    enough to clear the nodes and captions it passes over (an arc3 curve bulges half its rad)."""
+def _rad(ax: plt.Axes, a: tuple[float, float], b: tuple[float, float], bulge: float) -> float:
+    """Curvature that lifts an arc about `bulge` pixels above its chord whatever the distance it
+    spans (an arc3 curve peaks at half its control-point offset, rad × distance), so that long arcs
+    clear the nodes and captions they pass over without leaving the axes."""
     (x1, y1), (x2, y2) = ax.transData.transform(a), ax.transData.transform(b)
     distance = max(1.0, ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5)
     return min(0.5, 2 * bulge / distance)
@@ -76,58 +77,69 @@ def _node_caption(node: int, data: dict, first_user: int | None) -> str:
     return f"{data['words']} words"
 
 
+def _draw_edges(ax: plt.Axes, graph: nx.DiGraph, pos: dict) -> None:
+    for a, b, data in graph.edges(data=True):
+        if data["kind"] == "reply":
+            ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=10, color="#bdbdbd",
+                                         linewidth=1.0, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=2))
+        elif data["kind"] in EDGE_COLOURS:
+            rad = _rad(ax, pos[a], pos[b], min(120.0, 70.0 + 6.0 * abs(a - b)))
+            ax.add_patch(FancyArrowPatch(
+                pos[a], pos[b], connectionstyle=f"arc3,rad={rad:.3f}", arrowstyle="-|>", mutation_scale=16,
+                color=EDGE_COLOURS[data["kind"]], linewidth=0.8 + 3.0 * float(data["weight"]), alpha=0.75,
+                shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=3))
+
+
+def _draw_nodes(ax: plt.Axes, graph: nx.DiGraph, pos: dict) -> None:
+    first_user = next((n for n in sorted(graph) if graph.nodes[n]["role"] == "user"), None)
+    for n, data in graph.nodes(data=True):
+        x, y = pos[n]
+        user = data["role"] == "user"
+        ax.scatter([x], [y], s=_NODE_SIZE, c=_node_colour(data), edgecolors="#1f77b4" if user else "#616161",
+                   linewidths=1.2, zorder=4)
+        dark = user and data["label"] not in ("", "short_filler")
+        ax.text(x, y, str(n), ha="center", va="center", fontsize=9, fontweight="bold",
+                color="white" if dark else "black", zorder=5)
+        if data.get("onset"):
+            continue
+        ax.text(x, y + (0.2 if user else -0.2), _node_caption(n, data, first_user), ha="center",
+                va="bottom" if user else "top", fontsize=8, color="#b2182b" if data.get("drift") else "#333333",
+                fontweight="bold" if data.get("drift") else "normal", zorder=6,
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
+
+
+def _mark_onset(ax: plt.Axes, graph: nx.DiGraph, pos: dict, onset: int) -> None:
+    x, y = pos[onset]
+    data = graph.nodes[onset]
+    ax.axvspan(onset - 0.5, max(graph) + 0.8, color="#d62728", alpha=0.06, zorder=0)
+    ax.axvline(onset, color="#d62728", linestyle="--", linewidth=1.4, zorder=1)
+    ax.scatter([x], [y], s=_NODE_SIZE * 2.6, facecolors="none", edgecolors="#d62728", linewidths=2.6, zorder=6)
+    ax.annotate(f"drift onset (turn {onset})\nuser turn {data['ordinal']}: {data['label']}", xy=(x, y + 0.17),
+                xytext=(x, 1.72), ha="center", va="center", fontsize=9, fontweight="bold", color="#b2182b", zorder=7,
+                bbox={"boxstyle": "round,pad=0.3", "facecolor": "#fff5f0", "edgecolor": "#d62728"},
+                arrowprops={"arrowstyle": "-|>", "color": "#d62728", "linewidth": 1.5})
+
+
 def draw_episode(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
     """Draw an episode graph: x = turn index, one row per role, drift onset ringed and annotated.
 
     Reply edges are thin grey arrows; source edges are curved arrows, blue when the user restates
-    an earlier user turn and red when it echoes the assistant, thicker the more it copied.
+    an earlier user turn and red when it echoes the assistant, thicker the more it copied. Turns
+    after the onset are shaded, so the in-role and drifted parts of the dialogue read at a glance.
     """
     nodes = sorted(graph.nodes)
     roles = {graph.nodes[n]["role"] for n in nodes}
     rows = {r: y for r, y in ROWS.items() if r in roles or r != "system"}
     pos = {n: (float(n), rows.get(graph.nodes[n]["role"], -1.0)) for n in nodes}
     span = (max(nodes) - min(nodes)) if nodes else 1
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.05 * span + 3.0), 2.9 + 1.2 * len(rows)))
+    fig, ax = plt.subplots(figsize=(min(32.0, max(7.0, 1.05 * span + 3.0)), 2.9 + 1.2 * len(rows)))
     ax.set_xlim(min(nodes, default=0) - 0.8, max(nodes, default=1) + 0.8)
     ax.set_ylim(min(rows.values()) - 0.55, 1.95)
-    first_user = next((n for n in nodes if graph.nodes[n]["role"] == "user"), None)
+    _draw_edges(ax, graph, pos)
+    _draw_nodes(ax, graph, pos)
     onset = next((n for n in nodes if graph.nodes[n].get("onset")), None)
     if onset is not None:
-        ax.axvspan(onset - 0.5, max(nodes) + 0.8, color="#d62728", alpha=0.06, zorder=0)
-        ax.axvline(onset, color="#d62728", linestyle="--", linewidth=1.4, zorder=1)
-    for a, b, data in graph.edges(data=True):
-        if data["kind"] == "reply":
-            ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=10, color="#bdbdbd",
-                                         linewidth=1.0, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=2))
-    for a, b, data in graph.edges(data=True):
-        if data["kind"] in EDGE_COLOURS:
-            ax.add_patch(FancyArrowPatch(
-                pos[a], pos[b], connectionstyle=f"arc3,rad={_rad(ax, pos[a], pos[b], min(120.0, 70.0 + 6.0 * abs(a - b))):.3f}", arrowstyle="-|>",
-                mutation_scale=16, color=EDGE_COLOURS[data["kind"]], linewidth=1.0 + 4.0 * float(data["weight"]),
-                alpha=0.85, shrinkA=_SHRINK, shrinkB=_SHRINK, zorder=3))
-    for n in nodes:
-        data = graph.nodes[n]
-        x, y = pos[n]
-        ax.scatter([x], [y], s=_NODE_SIZE, c=_node_colour(data), edgecolors="#1f77b4" if data["role"] == "user" else "#616161",
-                   linewidths=1.2, zorder=4)
-        dark = data["role"] == "user" and data["label"] not in ("", "short_filler")
-        ax.text(x, y, str(n), ha="center", va="center", fontsize=9, fontweight="bold",
-                color="white" if dark else "black", zorder=5)
-        above = data["role"] == "user"
-        if data.get("onset"):
-            continue
-        ax.text(x, y + (0.2 if above else -0.2), _node_caption(n, data, first_user), ha="center",
-                va="bottom" if above else "top", fontsize=8, color="#b2182b" if data.get("drift") else "#333333",
-                fontweight="bold" if data.get("drift") else "normal", zorder=6,
-                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
-    if onset is not None:
-        x, y = pos[onset]
-        ax.scatter([x], [y], s=_NODE_SIZE * 2.6, facecolors="none", edgecolors="#d62728", linewidths=2.6, zorder=6)
-        data = graph.nodes[onset]
-        ax.annotate(f"drift onset (turn {onset})\nuser turn {data['ordinal']}: {data['label']}", xy=(x, y + 0.17),
-                    xytext=(x, 1.72), ha="center", va="center", fontsize=9, fontweight="bold", color="#b2182b", zorder=7,
-                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "#fff5f0", "edgecolor": "#d62728"},
-                    arrowprops={"arrowstyle": "-|>", "color": "#d62728", "linewidth": 1.5})
+        _mark_onset(ax, graph, pos, onset)
     ax.set_yticks(list(rows.values()), list(rows.keys()))
     ax.set_xticks(nodes)
     ax.set_xlabel("turn index (time →)")
@@ -146,7 +158,7 @@ def _episode_legend(graph: nx.DiGraph) -> list:
                      (" (drift)" if label in taxonomy().drift_labels else ""))
                for label in sorted({d["label"] for d in data if d["label"]})]
     if any(d["role"] == "user" and not d["label"] for d in data):
-        handles.append(Patch(facecolor="white", edgecolor="#1f77b4", label="user, no label"))
+        handles.append(Patch(facecolor="white", edgecolor="#1f77b4", label="user: request or unlabelled"))
     for role in ("assistant", "system"):
         if any(d["role"] == role for d in data):
             handles.append(Patch(facecolor=ROLE_COLOURS[role], edgecolor="#616161", label=role))
@@ -236,5 +248,5 @@ def draw_survival(curves: dict[str, pd.DataFrame], path_png: Path | str, title: 
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=11, loc="left")
     if curves:
-        ax.legend(fontsize=8, loc="lower left", title="| censored", title_fontsize=8)
+        ax.legend(fontsize=8, loc="lower left", title="ticks: censored", title_fontsize=8)
     return _save(fig, path_png)

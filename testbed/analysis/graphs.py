@@ -170,8 +170,12 @@ def write_graphml(graph: nx.DiGraph, path: Path | str) -> Path:
 
 def read_graphml(path: Path | str) -> nx.DiGraph:
     """Read a graph written by `write_graphml`; an episode graph's node ids become ints again
-    (GraphML stores every id as a string)."""
+    (GraphML stores every id as a string), and networkx's empty `node_default`/`edge_default`
+    graph attributes are dropped so that the graph can be written again unchanged."""
     graph = nx.read_graphml(path)
+    for key in ("node_default", "edge_default"):
+        if not graph.graph.get(key):
+            graph.graph.pop(key, None)
     if graph.graph.get("kind") == "episode":
         graph = nx.relabel_nodes(graph, {n: int(n) for n in graph})
     return graph

@@ -22,7 +22,7 @@ def _episode_id(known: list[str], wanted: str, run_id: str) -> str:
         fail(f"episode {wanted!r} is ambiguous in run {run_id}: {', '.join(matches[:5])}{' …' if len(matches) > 5 else ''}")
     sample = ", ".join(known[:5]) + (" …" if len(known) > 5 else "") if known else "none"
     fail(f"episode {wanted!r} is not in run {run_id} (episodes: {sample})")
-    raise AssertionError
+    raise AssertionError("unreachable: fail() exits")
 
 
 def _survival_groups(onsets) -> dict:

@@ -161,7 +161,8 @@ def question_sentences(text: str) -> list[str]:
     A sentence asks when it ends with "?" or opens with a question or request form ("Could you
     tell me", "Please share", "Let me know", "Do you", "Is there"; also after a leading clause,
     as in "Before I start, could you..."). Without a "?", a wh-word counts only in question word
-    order ("What is your budget.") so that "When you arrive, take the tram." is not a question.
+    order ("What is your budget.") so that "When you arrive, take the tram." is not a question,
+    and a closing offer without "?" ("Let me know if you'd like any changes.") asks nothing.
     """
     sentences = (s.strip() for s in _SENTENCE_BREAK.split(_normalize(text)))
     return [s for s in sentences if s and _is_question(s)]
@@ -192,6 +193,11 @@ _WH_INVERTED = (
     rf"(?:(?:what|when|where|who|how)'s|{_WH}(?:\s+(?!(?:you|i|we|they|he|she|it)\b)[\w'-]+){{0,2}}?"
     r"\s+(?:is|are|was|were|do|does|did|will|would|can|could|should|have|has))"
 )
+_OFFER = re.compile(
+    r"\b(?:if|whether)\s+you(?:'d|\s+would)?\s+(?:want|like|need|prefer)\s+"
+    r"(?:me\s+to|any|anything|more|changes|adjustments|tweaks|another|a\s+different)\b|\bfeel\s+free\b",
+    re.IGNORECASE,
+)
 _OPENING = re.compile(rf"^(?:{_AUX}|{_REQUEST}|{_WH_INVERTED})\b", re.IGNORECASE)
 _AFTER_CLAUSE = re.compile(rf"[,;:-]\s*(?:{_AUX}|{_REQUEST}|(?:what|how)'s|(?:what|how)\s+(?:is|are|do|does|did|would|will))\b", re.IGNORECASE)
 
@@ -200,7 +206,7 @@ def _is_question(sentence: str) -> bool:
     if sentence.rstrip(_TRAILING).endswith("?"):
         return True
     body = _LIST_MARKER.sub("", sentence)
-    return bool(_OPENING.match(body) or _AFTER_CLAUSE.search(body))
+    return not _OFFER.search(body) and bool(_OPENING.match(body) or _AFTER_CLAUSE.search(body))
 
 
 def _normalize(text: str) -> str:

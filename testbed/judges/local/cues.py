@@ -47,12 +47,11 @@ def _cue(pattern: str, triggers: str = "", flags: int = 0) -> Cue:
     return Cue(re.compile(pattern, flags), frozenset(triggers.split()))
 
 
-STRONG_TEMPLATE = _cue(
-    r"<\|[a-z_ ]{2,24}\|>|\[/?inst\]|</?s>|<</?sys>>|<(?:start|end)_of_turn>|<\|?endoftext\|?>"
-    r"|^\s*(?:user|assistant|system|human|model)\s*$",
-    flags=_M,
-)
-"""Chat-template control tokens, or a bare role name on its own line: leakage, not content."""
+TEMPLATE_MARKS = ("<|", "|>", "[inst]", "[/inst]", "<s>", "</s>", "<<sys>>", "_of_turn>", "endoftext")
+"""Chat-template control tokens (lower-cased) that no human types: their presence is leakage."""
+
+ROLE_LINE = _cue(r"^\s*(?:user|assistant|system|human|model)\s*$", "user assistant system human model", _M)
+"""A bare role name on its own line, what a template leaves behind when its tokens are decoded."""
 
 ASSISTANT_TAG = _cue(r"^\s*(?:assistant|ai|bot|gpt|model)\s*:", "assistant ai bot gpt model", _M)
 """A line that begins with an assistant speaker tag: the turn speaks (or scripts) the assistant."""
@@ -77,7 +76,8 @@ PLANNING = _cue(
     r"|my\s+(?:plan|approach|task)\s+(?:is|will)"
     r"|(?:thinking|analysis|plan|reasoning)\s*:)"
     r"|<think>|\bchannel\|?>?\s*analysis",
-    "i let user my thinking analysis plan reasoning think channel",
+    "need have want should must will let user thinking planning considering going my analysis plan reasoning think "
+    "channel",
     _M,
 )
 """Thinking aloud about how to respond, at the start of a line: the model plans instead of speaking."""
@@ -103,7 +103,7 @@ OFFER = _cue(
     r"|what(?:'s|\s+is)\s+your\s+next\s+question"
     r"|(?:^|\n)\s*sure[!,.]\s+here(?:'s|\s+is)"
     r"|(?:^|\n)\s*certainly[!,.]\s+)",
-    "help assist anything know free ask hope want like helpful sorry ai question sure certainly",
+    "help assist can anything know free ask hope want like helpful sorry ai question sure certainly",
 )
 """Assistant-style offers, refusals and self-descriptions: the model still speaks as the assistant."""
 

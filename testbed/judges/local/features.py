@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from testbed.judges.local import cues
 
-MAX_WORDS = 400
+MAX_WORDS = 200
 """Words of a turn that are measured; the head of a long turn already shows its behaviour."""
 
 SHORT_TURN = 40
@@ -64,9 +64,13 @@ def reference_words(words: list[str]) -> frozenset[str]:
     return frozenset(base | {_fold(w) for w in base} | {w + "s" for w in base if w[-1] != "s"})
 
 
-def trigrams(words: list[str]) -> set[tuple[str, str, str]]:
-    """Word trigrams, the unit of verbatim copying."""
-    return set(zip(words, words[1:], words[2:]))
+def trigrams(words: list[str]) -> set[int]:
+    """Word trigrams, the unit of verbatim copying, as their hashes.
+
+    Hashing once turns every later set operation into integer comparisons; a collision between
+    two different trigrams (one in 2**64) is of no consequence to a share of copied trigrams.
+    """
+    return set(map(hash, zip(words, words[1:], words[2:])))
 
 
 class Context(NamedTuple):
@@ -75,8 +79,8 @@ class Context(NamedTuple):
     q_content: frozenset[str]
     a_content: frozenset[str]
     a_only: frozenset[str]
-    q_tri: frozenset[tuple[str, str, str]]
-    a_tri: frozenset[tuple[str, str, str]]
+    q_tri: frozenset[int]
+    a_tri: frozenset[int]
     a_numbers: frozenset[str]
     ask: frozenset[str]
     ask_size: int
@@ -158,29 +162,27 @@ class TurnFeatures:
     answer_numbers: int
 
 
-def _latin_share(text: str) -> float:
-    """Share of letters that are ASCII; tells a turn in another script from the request's language."""
+def _latin_share(text: str, words: list[str]) -> float:
+    """Share of word characters that are ASCII; tells a turn in another script from the request's language."""
     if text.isascii():
         return 1.0
-    letters = [c for c in text[:400] if c.isalpha()]
-    if not letters:
-        return 1.0
-    return sum(1 for c in letters if c < "\x80") / len(letters)
+    joined = "".join(words)
+    return len(joined.encode("ascii", "ignore")) / len(joined) if joined else 1.0
 
 
-def measure(text: str, ctx: Context, tokens: list[str] | None = None) -> TurnFeatures:
+def measure(text: str, ctx: Context, tokens: list[str] | None = None, token_set: set[str] | None = None) -> TurnFeatures:
     """All features of the (already neutralised) turn `text` against `ctx`.
 
-    `tokens` are the word tokens of `text` when the caller has already split it.
+    `tokens` (and their set) are the word tokens of `text` when the caller has already split it.
     """
     lower = text.lower()
     all_words = cues.tokens(lower) if tokens is None else tokens
     n_words = len(all_words)
     head = all_words if n_words <= MAX_WORDS else all_words[:MAX_WORDS]
-    words = set(head)
+    words = token_set if token_set is not None and head is all_words else set(head)
     content = words.difference(IGNORED)
     n = len(content) or 1
-    tri = set(zip(head, head[1:], head[2:]))
+    tri = trigrams(head)
     n_tri = len(tri) or 1
     q_hits = len(content & ctx.q_content)
     a_hits = len(content & ctx.a_content)
@@ -203,6 +205,6 @@ def measure(text: str, ctx: Context, tokens: list[str] | None = None) -> TurnFea
         rep3=1.0 - len(tri) / (len(head) - 2) if len(head) >= 12 else 0.0,
         question="?" in text[:300] or cues.QUESTION_OPENER.match(lower) is not None,
         request=cues.REQUEST_OPENER.match(lower) is not None,
-        latin=_latin_share(text),
+        latin=_latin_share(text, head),
         answer_numbers=len(ctx.a_numbers & words),
     )

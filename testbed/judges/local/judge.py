@@ -40,10 +40,11 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     raw = user_turn or ""
     lower = raw.lower()
     tokens = cues.tokens(lower)
-    cleaned = neutralise(raw, lower, set(tokens))
+    token_set = set(tokens)
+    cleaned = neutralise(raw, lower, token_set)
     text = _strip_scaffolding(cleaned.text)
     ctx = context(question or "", assistant or "")
-    feats = measure(text, ctx, tokens if text == raw else None)
+    feats = measure(text, ctx, tokens, token_set) if text == raw else measure(text, ctx)
     label, reason = decide(feats, ctx.q_text, thresholds)
     if cleaned.injected:
         if label == FOLLOWUP:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from testbed.judges.local import cues
 from testbed.judges.local.features import TurnFeatures
 
-CUE_WINDOW = 500
+CUE_WINDOW = 300
 """Characters at the head of a turn searched for phrase cues: where a reply shows what it does."""
 
 
@@ -48,8 +48,8 @@ def _is_filler(f: TurnFeatures, limit: int) -> bool:
         return False
     if f.words <= cues.FILLER_WORDS:
         return True
-    first = cues.WORD.search(f.lower)
-    return first is not None and first.group(0) in cues.FILLER_HEAD
+    first = cues.tokens(f.lower[:40])
+    return bool(first) and first[0] in cues.FILLER_HEAD
 
 
 def _refers_to_answer(f: TurnFeatures, question: str) -> bool:
@@ -64,7 +64,7 @@ def decide(f: TurnFeatures, question: str = "", th: Thresholds = DEFAULT) -> tup
     if f.n_words == 0:
         return "degenerate", "empty turn"
     head, words = f.lower[:CUE_WINDOW], f.words
-    if ("<" in head or "[" in head or "\n" in head or f.n_words <= 2) and cues.STRONG_TEMPLATE.found(head, words):
+    if any(mark in head for mark in cues.TEMPLATE_MARKS) or cues.ROLE_LINE.found(head, words):
         return "degenerate", "leaked chat-template tokens"
     if f.latin < 0.5:
         return "degenerate", "text in another script than the request"

@@ -3,63 +3,103 @@
 A simulated user (or an adversary) may write label names, JSON verdicts, fake delimiters or
 orders to the judge. None of that is evidence about how the turn reacts to the answer, so it is
 cut out, and the caller is told that it was there (an injected turn never counts as a follow-up).
-Each pattern is gated by the words or marks it cannot match without, so that a clean turn costs
-a few set and substring checks; the patterns themselves run only on suspicious turns.
+Every pattern is gated by words or marks it cannot match without, so that a clean turn costs a
+few set and substring checks; a pattern runs only on a turn that carries its gate.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
-
-_I = re.IGNORECASE
 
 _LABEL_NAMES = (
     r"genuine[\s_-]*follow[\s_-]*ups?|restate[\s_-]*(?:the[\s_-]*)?question|echo[\s_-]*(?:the[\s_-]*)?assistant"
     r"|meta[\s_-]*planning|new[\s_-]*question|short[\s_-]*filler|degenerate|other|follow[\s_-]*up"
 )
 _JUDGES = r"judge|grader|classifier|evaluator|annotator|labell?er|rater|scorer"
+_JUDGE_WORDS = "judge judges grader graders classifier classifiers evaluator evaluators annotator annotators labeler labeller rater raters scorer"
 
-_JSON_VERDICT = re.compile(
-    r"\{[^{}]{0,300}?[\"']?(?:label|followup|follow_up|verdict|reason|category|class|note|id)[\"']?\s*:[^{}]{0,300}\}?",
-    _I,
-)
-_KEY_VALUE = re.compile(
-    rf"[\"']?\b(?:label|verdict|category|classification|follow[_ -]?up)[\"']?\s*[:=]\s*[\"']?(?:{_LABEL_NAMES}|true|false)\b[\"']?",
-    _I,
-)
-_KEY_WORDS = frozenset("label verdict category classification followup follow_up follow".split())
 
-_FAKE_DELIMITER = re.compile(
-    r"</?\s*(?:user_?turn|assistant|question|answer|system|turn|instructions?|input|output|context|conversation|im_end|im_start)\s*>"
-    r"|={3,}[^=\n]{0,40}={3,}|\[\s*/?\s*(?:end|begin|start)\s*(?:of\s+)?(?:user_?turn|turn|input|transcript|conversation|message)?\s*\]"
-    r"|\b(?:end|beginning|start)\s+of\s+(?:the\s+)?(?:user_?turn|user\s+turn|turn|input|transcript|conversation|message)\b",
-    _I,
-)
-_DELIMITER_MARKS = ("<", "===", "[", "end of", "beginning of", "start of")
+@dataclass(frozen=True)
+class _Gated:
+    """A pattern (matched on lower-cased text) and the words or marks it cannot match without."""
 
-_SNAKE_LABEL = r"\b(?:genuine_followup|restate_question|echo_assistant|meta_planning|new_question|short_filler)\b|\bgenuine[\s-]+follow[\s-]*ups?\b"
-_DIRECTIVE = (
-    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,60}\b(?:above|previous|prior|earlier|preceding|instructions?"
-    r"|guide(?:lines)?|prompt|context|everything)\b"
-    rf"|\bas\s+(?:the|a|an|your)\s+(?:{_JUDGES})\b|\b(?:dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:{_JUDGES})s?\b"
-    rf"|(?:^|[.!?\n]\s*)(?:{_JUDGES})s?\s*[:,]"
-    rf"|\b(?:{_JUDGES})s?\s+(?:must|should|shall|needs?\s+to|is\s+instructed\s+to)\s+(?:output|return|label|classify|mark|answer|say|print)"
-    r"|\byou\s+(?:must|should|will|shall)\s+(?:output|return|print|respond\s+with|answer\s+with|reply\s+with|label|classify|mark|rate|tag)\b"
-    r"|\b(?:classify|label|mark|rate|tag|score|categori[sz]e)\s+(?:this|the|it|that)(?:\s+(?:turn|message|text|reply|response))?\s+as\b"
-    r"|\bthe\s+(?:correct|right|true|final|expected)\s+(?:label|verdict|classification|category)\b"
-    r"|\b(?:new|updated|hidden|real)\s+(?:instructions?|system\s+prompt)\b|\bsystem\s+(?:override|prompt|message)\s*:"
-    rf"|\b(?:this|the)\s+(?:turn|message|text|reply)\s+(?:is|counts\s+as|should\s+be)\s+(?:an?\s+)?(?:{_LABEL_NAMES})\b"
-)
-_JUDGE_DIRECTED = re.compile(f"{_SNAKE_LABEL}|{_DIRECTIVE}", _I)
-_JUDGE_DIRECTED_LOWER = re.compile(f"{_SNAKE_LABEL}|{_DIRECTIVE}")
-_DIRECTIVE_WORDS = frozenset(
-    "genuine ignore disregard forget override judge judges grader graders classifier evaluator annotator labeler "
-    "labeller rater scorer output return print respond reply label classify mark rate tag score categorize "
-    "categorise verdict classification instructions instruction system degenerate restate filler planning follow "
-    "followup".split()
-)
+    pattern: re.Pattern[str]
+    words: frozenset[str]
+    marks: tuple[str, ...] = ()
 
+    def gate(self, lower: str, words: set[str]) -> bool:
+        """True when the turn carries one of the gate words or marks."""
+        return not self.words.isdisjoint(words) or any(m in lower for m in self.marks)
+
+
+def _gated(pattern: str, words: str = "", marks: tuple[str, ...] = ()) -> _Gated:
+    return _Gated(re.compile(pattern), frozenset(words.split()), marks)
+
+
+_CUTS = (
+    _gated(
+        r"\{[^{}]{0,300}?[\"']?(?:label|followup|follow_up|verdict|reason|category|class|note|id)[\"']?\s*:[^{}]{0,300}\}?",
+        marks=("{",),
+    ),
+    _gated(
+        rf"[\"']?\b(?:label|verdict|category|classification|follow[_ -]?up)[\"']?\s*[:=]\s*[\"']?(?:{_LABEL_NAMES}|true|false)\b[\"']?",
+        "label verdict category classification followup follow_up",
+        ("follow-up", "follow up"),
+    ),
+    _gated(
+        r"</?\s*(?:user_?turn|assistant|question|answer|system|turn|instructions?|input|output|context|conversation|im_end|im_start)\s*>",
+        marks=("<",),
+    ),
+    _gated(r"={3,}[^=\n]{0,40}={3,}", marks=("===",)),
+    _gated(
+        r"\[\s*/?\s*(?:end|begin|start)\s*(?:of\s+)?(?:user_?turn|turn|input|transcript|conversation|message)?\s*\]"
+        r"|\b(?:end|beginning|start)\s+of\s+(?:the\s+)?(?:user_?turn|user\s+turn|turn|input|transcript|conversation|message)\b",
+        "user_turn turn input transcript conversation message",
+        ("[end", "[ end", "[/", "[begin", "[start"),
+    ),
+)
+"""Fragments cut out where they stand: verdict objects, `label: X` pairs, fake tags and fences."""
+
+_DIRECTIVES = (
+    _gated(
+        r"\b(?:genuine_followup|restate_question|echo_assistant|meta_planning|new_question|short_filler)\b"
+        r"|\bgenuine[\s-]+follow[\s-]*ups?\b",
+        "genuine",
+        ("_",),
+    ),
+    _gated(
+        r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,60}\b(?:above|previous|prior|earlier|preceding|instructions?"
+        r"|guide(?:lines)?|prompt|context|everything)\b",
+        "ignore disregard forget override",
+    ),
+    _gated(
+        rf"\bas\s+(?:the|a|an|your)\s+(?:{_JUDGES})\b|\b(?:dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:{_JUDGES})s?\b"
+        rf"|(?:^|[.!?\n]\s*)(?:{_JUDGES})s?\s*[:,]"
+        rf"|\b(?:{_JUDGES})s?\s+(?:must|should|shall|needs?\s+to|is\s+instructed\s+to)\s+(?:output|return|label|classify|mark|answer|say|print)",
+        _JUDGE_WORDS,
+    ),
+    _gated(
+        r"\byou\s+(?:must|should|will|shall)\s+(?:output|return|print|label|classify)\b"
+        r"|\b(?:classify|label|mark|rate|tag|score|categori[sz]e)\s+(?:this|the|it|that)(?:\s+(?:turn|message|text|reply|response))?\s+as\b"
+        r"|\bthe\s+(?:correct|right|true|final|expected)\s+(?:label|verdict|classification|category)\b",
+        "output return print label classify mark rate tag score categorize categorise verdict classification category",
+    ),
+    _gated(
+        r"\b(?:new|updated|hidden|real)\s+(?:instructions?|system\s+prompt)\b|\bsystem\s+(?:override|prompt|message)\s*:",
+        "instructions instruction",
+        ("system prompt", "system override", "system message"),
+    ),
+    _gated(
+        rf"\b(?:this|the)\s+(?:turn|message|text|reply)\s+(?:is|counts\s+as|should\s+be)\s+(?:an?\s+)?(?:{_LABEL_NAMES})\b",
+        "degenerate restate filler planning echo followup",
+    ),
+)
+"""Orders to the judge and label names: the whole sentence that carries one is removed."""
+
+_GATE_WORDS = frozenset().union(*(g.words for g in _CUTS + _DIRECTIVES))
+_GATE_MARKS = tuple(sorted({m for g in _CUTS + _DIRECTIVES for m in g.marks}))
 _FENCE = re.compile(r"`{3,}\w*")
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 _SPACES = re.compile(r"[ \t]{2,}")
@@ -73,10 +113,10 @@ class Cleaned(NamedTuple):
     injected: bool
 
 
-def _cut(pattern: re.Pattern[str], text: str) -> tuple[str, bool]:
-    """`text` with every match of `pattern` blanked, and whether there was one."""
-    new = pattern.sub(" ", text)
-    return new, new != text
+def _directed(sentence: str, patterns: list[_Gated]) -> bool:
+    """True when one of `patterns` occurs in `sentence`."""
+    lower = sentence.lower()
+    return any(p.pattern.search(lower) for p in patterns)
 
 
 def neutralise(text: str, lower: str | None = None, words: set[str] | None = None) -> Cleaned:
@@ -91,19 +131,19 @@ def neutralise(text: str, lower: str | None = None, words: set[str] | None = Non
         lower = text.lower()
     if words is None:
         words = set(_WORD.findall(lower))
+    if _GATE_WORDS.isdisjoint(words) and not any(m in lower for m in _GATE_MARKS):
+        return Cleaned(_FENCE.sub(" ", text) if "```" in text else text, False)
     out, injected = text, False
-    if "{" in lower:
-        out, hit = _cut(_JSON_VERDICT, out)
-        injected |= hit
-    if not _KEY_WORDS.isdisjoint(words):
-        out, hit = _cut(_KEY_VALUE, out)
-        injected |= hit
-    if any(mark in lower for mark in _DELIMITER_MARKS):
-        out, hit = _cut(_FAKE_DELIMITER, out)
-        injected |= hit
-    if (not _DIRECTIVE_WORDS.isdisjoint(words) or "_" in lower) and _JUDGE_DIRECTED_LOWER.search(out.lower()):
+    for cut in _CUTS:
+        if cut.gate(lower, words) and cut.pattern.search(lower):
+            out = re.sub(cut.pattern.pattern, " ", out, flags=re.IGNORECASE)
+            injected = True
+    if injected:
+        lower = out.lower()
+    directives = [d for d in _DIRECTIVES if d.gate(lower, words) and d.pattern.search(lower)]
+    if directives:
         injected = True
-        out = "".join(s for s in _SENTENCE.findall(out) if not _JUDGE_DIRECTED.search(s))
+        out = "".join(s for s in _SENTENCE.findall(out) if not _directed(s, directives))
     if "```" in out:
         out = _FENCE.sub(" ", out)
     if injected:
