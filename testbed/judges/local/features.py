@@ -135,24 +135,20 @@ def context(question: str, assistant: str) -> Context:
 
 @dataclass(slots=True)
 class TurnFeatures:
-    """Everything the rules read about one turn; fractions are in [0, 1], counts are raw.
+    """What every rule may read about one turn; fractions are in [0, 1], counts are raw.
 
-    Word-origin fractions are shares of the turn's content words: found in the question
-    (`q_frac`), in the answer (`a_frac`), only in the answer (`a_only_frac`), in neither
-    (`novel_frac`). `salience` is the mean log-count in the answer of those words: high when the
-    turn picks up what the answer dwells on.
+    `q_frac` and `a_frac` are the shares of the turn's content words found in the question and
+    in the answer; `tri_q` and `tri_a` the shares of its word trigrams copied from them; `rep3`
+    the share of its own trigrams that repeat (a loop).
     """
 
     text: str
     lower: str
     words: set[str]
+    content: set[str]
     n_words: int
     q_frac: float
     a_frac: float
-    a_only_frac: float
-    novel_frac: float
-    ask_cover: float
-    salience: float
     tri_q: float
     tri_a: float
     rep3: float
@@ -160,6 +156,22 @@ class TurnFeatures:
     request: bool
     latin: float
     answer_numbers: int
+
+
+class Origin(NamedTuple):
+    """Where a question-like turn's words come from, measured only for such turns.
+
+    Shares of the content words found only in the answer (`a_only_frac`, counting fragments of
+    answer words such as a quoted part of a long word) or in neither text (`novel_frac`); the
+    share of the question's request sentence that the turn covers (`ask_cover`); and `salience`,
+    the mean log-count in the answer of the turn's words: high when the turn picks up what the
+    answer dwells on.
+    """
+
+    a_only_frac: float
+    novel_frac: float
+    ask_cover: float
+    salience: float
 
 
 def _latin_share(text: str, words: list[str]) -> float:
@@ -171,7 +183,7 @@ def _latin_share(text: str, words: list[str]) -> float:
 
 
 def measure(text: str, ctx: Context, tokens: list[str] | None = None, token_set: set[str] | None = None) -> TurnFeatures:
-    """All features of the (already neutralised) turn `text` against `ctx`.
+    """The features of the (already neutralised) turn `text` against `ctx`.
 
     `tokens` (and their set) are the word tokens of `text` when the caller has already split it.
     """
@@ -184,22 +196,14 @@ def measure(text: str, ctx: Context, tokens: list[str] | None = None, token_set:
     n = len(content) or 1
     tri = trigrams(head)
     n_tri = len(tri) or 1
-    q_hits = len(content & ctx.q_content)
-    a_hits = len(content & ctx.a_content)
-    novel = content.difference(ctx.q_content, ctx.a_content)
-    fragments = len([w for w in novel if len(w) >= 5 and w in ctx.a_text]) if novel and n_words < SHORT_TURN else 0
-    weight = ctx.a_weight
     return TurnFeatures(
         text=text,
         lower=lower,
         words=words,
+        content=content,
         n_words=n_words,
-        q_frac=q_hits / n,
-        a_frac=(a_hits + fragments) / n,
-        a_only_frac=(len(content & ctx.a_only) + fragments) / n,
-        novel_frac=(len(novel) - fragments) / n,
-        ask_cover=min(1.0, len(content & ctx.ask) / ctx.ask_size) if ctx.ask_size else 0.0,
-        salience=sum(map(weight.__getitem__, content & weight.keys())) / n,
+        q_frac=len(content & ctx.q_content) / n,
+        a_frac=len(content & ctx.a_content) / n,
         tri_q=len(tri & ctx.q_tri) / n_tri,
         tri_a=len(tri & ctx.a_tri) / n_tri,
         rep3=1.0 - len(tri) / (len(head) - 2) if len(head) >= 12 else 0.0,
@@ -207,4 +211,19 @@ def measure(text: str, ctx: Context, tokens: list[str] | None = None, token_set:
         request=cues.REQUEST_OPENER.match(lower) is not None,
         latin=_latin_share(text, head),
         answer_numbers=len(ctx.a_numbers & words),
+    )
+
+
+def origin(f: TurnFeatures, ctx: Context) -> Origin:
+    """Where the turn's content words come from (see `Origin`)."""
+    content = f.content
+    n = len(content) or 1
+    novel = content.difference(ctx.q_content, ctx.a_content)
+    fragments = len([w for w in novel if len(w) >= 5 and w in ctx.a_text]) if novel and f.n_words < SHORT_TURN else 0
+    weight = ctx.a_weight
+    return Origin(
+        a_only_frac=(len(content & ctx.a_only) + fragments) / n,
+        novel_frac=(len(novel) - fragments) / n,
+        ask_cover=min(1.0, len(content & ctx.ask) / ctx.ask_size) if ctx.ask_size else 0.0,
+        salience=sum(map(weight.__getitem__, content & weight.keys())) / n,
     )

@@ -45,7 +45,7 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     text = _strip_scaffolding(cleaned.text)
     ctx = context(question or "", assistant or "")
     feats = measure(text, ctx, tokens, token_set) if text == raw else measure(text, ctx)
-    label, reason = decide(feats, ctx.q_text, thresholds)
+    label, reason = decide(feats, ctx, thresholds)
     if cleaned.injected:
         if label == FOLLOWUP:
             label, reason = "other", "judge-directed text; not a follow-up"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from testbed.judges.local import cues
-from testbed.judges.local.features import TurnFeatures
+from testbed.judges.local.features import Context, TurnFeatures, origin
 
 CUE_WINDOW = 300
 """Characters at the head of a turn searched for phrase cues: where a reply shows what it does."""
@@ -59,8 +59,8 @@ def _refers_to_answer(f: TurnFeatures, question: str) -> bool:
     return any(m.group(0) not in question for m in cues.ANSWER_REF.pattern.finditer(f.lower[:CUE_WINDOW]))
 
 
-def decide(f: TurnFeatures, question: str = "", th: Thresholds = DEFAULT) -> tuple[str, str]:
-    """The label and a short reason naming the cue that decided it; `question` is lower-cased."""
+def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str, str]:
+    """The label and a short reason naming the cue that decided it."""
     if f.n_words == 0:
         return "degenerate", "empty turn"
     head, words = f.lower[:CUE_WINDOW], f.words
@@ -80,7 +80,7 @@ def decide(f: TurnFeatures, question: str = "", th: Thresholds = DEFAULT) -> tup
         return "meta_planning", "talks about its own role"
     solving = cues.SOLVING.found(head, words)
     if (f.question or f.request) and f.n_words < th.ramble_words and not solving:
-        return _question(f, question, th)
+        return _question(f, ctx, th)
     if f.tri_q >= th.restate_tri_q and f.tri_q > f.tri_a:
         return "restate_question", "copies the question's wording"
     if f.tri_a >= th.echo_tri_a:
@@ -98,25 +98,26 @@ def decide(f: TurnFeatures, question: str = "", th: Thresholds = DEFAULT) -> tup
     return "other", "no cue fits"
 
 
-def _question(f: TurnFeatures, question: str, th: Thresholds) -> tuple[str, str]:
+def _question(f: TurnFeatures, ctx: Context, th: Thresholds) -> tuple[str, str]:
     """Tell a follow-up from a restatement and a new question by where its words come from."""
-    if _refers_to_answer(f, question):
+    if _refers_to_answer(f, ctx.q_text):
         return "genuine_followup", "refers to the answer directly"
     if f.tri_q >= th.restate_tri_q:
         return "restate_question", "copies the question's wording"
     if cues.VARIANT.found(f.lower, f.words):
         return "new_question", "poses a variant of the problem"
-    if f.a_only_frac < 0.3 and cues.GENERIC_ASK.found(f.lower, f.words):
+    o = origin(f, ctx)
+    if o.a_only_frac < 0.3 and cues.GENERIC_ASK.found(f.lower, f.words):
         return "new_question", "generic question that stands alone"
-    if f.salience < th.salience and f.novel_frac >= th.new_novel_low:
+    if o.salience < th.salience and o.novel_frac >= th.new_novel_low:
         return "new_question", "asks what the answer does not discuss"
-    if f.novel_frac >= th.new_novel:
+    if o.novel_frac >= th.new_novel:
         return "new_question", "mostly words from neither question nor answer"
     if (
         f.q_frac >= th.restate_q_frac
-        and f.ask_cover >= th.restate_ask_cover
-        and f.novel_frac <= 0.15
-        and f.a_only_frac < th.followup_a_only
+        and o.ask_cover >= th.restate_ask_cover
+        and o.novel_frac <= 0.15
+        and o.a_only_frac < th.followup_a_only
     ):
         return "restate_question", "asks the question's own question again"
     return "genuine_followup", "asks about what the answer discusses"
