@@ -20,9 +20,10 @@ from testbed.store.sqlite_store import message_from_row
 GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature"]
 
 
-def _rate(prefix: str, hits: int, n: int) -> dict:
+def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:
     lo, hi = wilson_interval(hits, n)
-    return {prefix: hits / n if n else math.nan, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+    interval = interval or name
+    return {name: hits / n if n else math.nan, f"{interval}_lo": lo, f"{interval}_hi": hi}
 
 
 def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
@@ -61,11 +62,15 @@ def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdenti
         scored = t[t.status == "scored"]
         row = {**dict(zip(GROUP, keys)), "episodes": len(g), "errors": int((g.status == "error").sum()),
                "user_turns": len(t), "user_turns_per_episode": len(t) / len(done) if len(done) else math.nan}
+        graded = g[g.task_score.notna()]
+        if len(graded):
+            row.update(_rate("accuracy", int(graded.task_score.sum()), len(graded)))
+            row["scored"] = len(graded)
         for reason, n in done.termination.value_counts().items():
             row[f"end_{reason}"] = n / len(done)
         if judge is not None:
             row.update({"judged": len(scored), "unscored": int((t.status == "unscored").sum()), "unjudged": int(t.status.isna().sum())})
-            row.update(_rate("followup_rate", int(scored.followup.fillna(0).astype(bool).sum()), len(scored)))
+            row.update(_rate("followup_rate", int(scored.followup.fillna(0).astype(bool).sum()), len(scored), "followup"))
             labelled = scored.label.dropna()
             for label in taxonomy().labels:
                 row[f"share_{label}"] = float((labelled == label).mean()) if len(labelled) else math.nan

@@ -60,7 +60,13 @@ def _group_row(g: pd.DataFrame) -> dict:
 
 def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
     """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
-    and `errors`, `unscored` and `unjudged` say how many were excluded."""
+    and `errors`, `unscored` and `unjudged` say how many were excluded. Dialogue and
+    information-gathering runs get their own columns (testbed.analysis.conversation_report)."""
+    kind = store.conn.execute("SELECT kind FROM runs WHERE run_id=?", (run_id,)).fetchone()
+    if kind is not None and kind[0] != "probe":
+        from testbed.analysis.conversation_report import conversation_report
+
+        return conversation_report(store, run_id, kind[0], judge)
     frame = episodes_frame(store, run_id)
     if judge is not None:
         labels = labels_frame(store, run_id, judge).rename(columns={

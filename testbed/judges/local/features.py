@@ -87,6 +87,7 @@ class Context(NamedTuple):
     a_text: str
     q_text: str
     a_weight: dict[str, float]
+    q_weight: dict[str, float]
 
 
 def _ask(question: str) -> str:
@@ -130,6 +131,7 @@ def context(question: str, assistant: str) -> Context:
         a_text=assistant.lower()[:A_TEXT_CHARS],
         q_text=question.lower()[:A_TEXT_CHARS],
         a_weight=_weights(a_words),
+        q_weight=_weights(q_words),
     )
 
 
@@ -163,15 +165,16 @@ class Origin(NamedTuple):
 
     Shares of the content words found only in the answer (`a_only_frac`, counting fragments of
     answer words such as a quoted part of a long word) or in neither text (`novel_frac`); the
-    share of the question's request sentence that the turn covers (`ask_cover`); and `salience`,
-    the mean log-count in the answer of the turn's words: high when the turn picks up what the
-    answer dwells on.
+    share of the question's request sentence that the turn covers (`ask_cover`); and `dwell`, the
+    mean over the turn's words of how much more the answer repeats them than the question does
+    (log counts): high when the turn picks up what the answer dwells on, low for words the answer
+    only mentions or that merely come from the question.
     """
 
     a_only_frac: float
     novel_frac: float
     ask_cover: float
-    salience: float
+    dwell: float
 
 
 def _latin_share(text: str, words: list[str]) -> float:
@@ -220,10 +223,10 @@ def origin(f: TurnFeatures, ctx: Context) -> Origin:
     n = len(content) or 1
     novel = content.difference(ctx.q_content, ctx.a_content)
     fragments = len([w for w in novel if len(w) >= 5 and w in ctx.a_text]) if novel and f.n_words < SHORT_TURN else 0
-    weight = ctx.a_weight
+    weight, q_weight = ctx.a_weight, ctx.q_weight
     return Origin(
         a_only_frac=(len(content & ctx.a_only) + fragments) / n,
         novel_frac=(len(novel) - fragments) / n,
         ask_cover=min(1.0, len(content & ctx.ask) / ctx.ask_size) if ctx.ask_size else 0.0,
-        salience=sum(map(weight.__getitem__, content & weight.keys())) / n,
+        dwell=sum([max(0.0, weight[w] - q_weight.get(w, 0.0)) for w in content & weight.keys()]) / n,
     )

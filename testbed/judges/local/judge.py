@@ -21,15 +21,22 @@ VERSION = "local-1"
 FOLLOWUP = "genuine_followup"
 
 
-def _strip_scaffolding(text: str) -> str:
-    """Remove role-play scaffolding and a leading `User:` tag; what is left is what the user says."""
+def _strip_scaffolding(text: str, lower: str) -> str:
+    """Remove role-play scaffolding and a leading `User:` tag; what is left is what the user says.
+
+    `lower` is `text` lower-cased, used for the cheap checks that keep most turns untouched.
+    """
     if "’" in text:
         text = text.replace("’", "'")
-    if "next message" in text or "you are the user" in text.lower():
+    if "next message" in lower or "you are the user" in lower:
         text = cues.USER_NEXT.sub(" ", text)
+
     text = text.strip().strip('"').strip()
-    m = cues.ROLE_PREFIX.match(text)
-    return text[m.end():] if m else text
+    if ":" in text[:12]:
+        m = cues.ROLE_PREFIX.match(text)
+        if m:
+            text = text[m.end():]
+    return text
 
 
 def classify(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> Verdict:
@@ -42,7 +49,7 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     tokens = cues.tokens(lower)
     token_set = set(tokens)
     cleaned = neutralise(raw, lower, token_set)
-    text = _strip_scaffolding(cleaned.text)
+    text = _strip_scaffolding(cleaned.text, lower if cleaned.text is raw else cleaned.text.lower())
     ctx = context(question or "", assistant or "")
     feats = measure(text, ctx, tokens, token_set) if text == raw else measure(text, ctx)
     label, reason = decide(feats, ctx, thresholds)

@@ -30,7 +30,7 @@ class Thresholds:
     restate_q_frac: float = 0.75
     restate_ask_cover: float = 0.5
     followup_a_only: float = 0.15
-    salience: float = 0.6
+    dwell: float = 0.4
     new_novel_low: float = 0.3
     new_novel: float = 0.6
     filler_words: int = 8
@@ -109,7 +109,7 @@ def _question(f: TurnFeatures, ctx: Context, th: Thresholds) -> tuple[str, str]:
     o = origin(f, ctx)
     if o.a_only_frac < 0.3 and cues.GENERIC_ASK.found(f.lower, f.words):
         return "new_question", "generic question that stands alone"
-    if o.salience < th.salience and o.novel_frac >= th.new_novel_low:
+    if o.dwell < th.dwell and o.novel_frac >= th.new_novel_low:
         return "new_question", "asks what the answer does not discuss"
     if o.novel_frac >= th.new_novel:
         return "new_question", "mostly words from neither question nor answer"
