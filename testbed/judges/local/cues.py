@@ -132,6 +132,9 @@ ANSWER_REF = _cue(
     r"|last|first|second|third|final|result|example|text))"
     r"|clarify|elaborate|expand\s+on|rewrite|redo|shorten|simplify|double[- ]check|recheck|re-?calculate|fix|correct"
     r"|show\s+(?:me\s+)?(?:your|the)\s+(?:work|steps?|calculation)|break\s+(?:it|that|this)\s+down|make\s+it)"
+    r"|(?:make|keep)\s+it\s+(?:shorter|longer|simpler|clearer|more|less|easier|funnier|formal|casual)"
+    r"|(?:redo|rewrite|shorten|simplify|expand|fix|correct|recalculate|recheck|continue|finish)\s+(?:it|this|that|the\s+(?:answer|list|story|text|calculation)|your)"
+    r"|do\s+it\s+(?:again|for|with|without|in)|try\s+(?:again|once\s+more)"
     r"|explain\s+(?:further|more|that|this|why|how\s+you)|what\s+do\s+you\s+mean|what\s+does\s+(?:that|this|it)\s+mean"
     r"|(?:the|this|that)\s+(?:answer|response|explanation|calculation|result)\s+(?:is|was|seems|looks|doesn't|does)"
     r"|where\s+did\s+(?:the|that|this|you)|where\s+does\s+(?:the|that|this)\s+\S+\s+come\s+from"
@@ -142,7 +145,8 @@ ANSWER_REF = _cue(
     "you your step sure right correct accurate true wrong incorrect mistake add should shouldn cut finish unfinished "
     "incomplete complete continue explain mean answer response explanation calculation result where solve approach "
     "problem question task different another alternative simpler easier faster better information info details detail "
-    "examples tell few concept idea text passage story list example trip",
+    "examples tell few concept idea text passage story list example trip make keep redo rewrite shorten simplify "
+    "expand fix recalculate recheck do try",
     _M,
 )
 """Second-person references to the answer: the user talks about what the assistant said."""
@@ -162,15 +166,18 @@ VARIANT = _cue(
 )
 """A variant of the problem ("if one additional tub were sold instead"): a new problem, not a reaction."""
 
+_LEAD = r"\s*(?:(?:ok|okay|thanks|thank\s+you|great|cool|alright|now|so|but|and|also|hmm+|wait|sorry|actually)[,!.]?\s+)*"
+
 QUESTION_OPENER = re.compile(
-    r"\s*(?:what|what's|how|why|when|where|which|who|whom|whose|is|are|was|were|do|does|did|can|could|would|will|should"
-    r"|shall|may|might|has|have|had|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|couldn't|shouldn't)\b"
+    _LEAD + r"(?:what|what's|how|why|when|where|which|who|whom|whose|is|are|was|were|do|does|did|can|could|would|will"
+    r"|should|shall|may|might|has|have|had|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|couldn't|shouldn't)\b"
 )
 """An interrogative first word (used with `match`): shaped as a question even without a question mark."""
 
 REQUEST_OPENER = re.compile(
-    r"\s*(?:please\s+)?(?:tell|give|show|explain|describe|list|write|create|generate|make|provide|help|summari[sz]e"
-    r"|translate|compare|find|calculate|solve|compute|suggest|recommend|i\s+(?:want|need|would\s+like)|i'd\s+like|i'm\s+looking)\b"
+    _LEAD + r"(?:please\s+)?(?:tell|give|show|explain|describe|list|write|create|generate|make|provide|help|summari[sz]e"
+    r"|translate|compare|find|calculate|solve|compute|suggest|recommend|redo|rewrite|shorten|simplify|expand|fix|correct"
+    r"|recalculate|continue|finish|try|do\s+it|i\s+(?:want|need|would\s+like)|i'd\s+like|i'm\s+looking)\b"
 )
 """An imperative or request opener (used with `match`): the turn asks for something."""
 

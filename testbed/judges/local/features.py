@@ -88,6 +88,7 @@ class Context(NamedTuple):
     q_text: str
     a_weight: dict[str, float]
     q_weight: dict[str, float]
+    q_latin: bool
 
 
 def _ask(question: str) -> str:
@@ -132,6 +133,7 @@ def context(question: str, assistant: str) -> Context:
         q_text=question.lower()[:A_TEXT_CHARS],
         a_weight=_weights(a_words),
         q_weight=_weights(q_words),
+        q_latin=_latin_share(question, q_words) > 0.8,
     )
 
 

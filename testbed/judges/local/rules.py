@@ -43,13 +43,17 @@ DEFAULT = Thresholds()
 
 
 def _is_filler(f: TurnFeatures, limit: int) -> bool:
-    """A short reply made of courtesy words only, or opened by one, with nothing asked."""
+    """A short reply made of courtesy words, or opened by one and adding at most a name or two.
+
+    Nothing asked, no numbers: `OK, now do it for 5 apples` is a request, not filler.
+    """
     if f.n_words == 0 or f.n_words > limit or "?" in f.text:
         return False
-    if f.words <= cues.FILLER_WORDS:
+    extra = f.content - cues.FILLER_WORDS
+    if not extra:
         return True
     first = cues.tokens(f.lower[:40])
-    return bool(first) and first[0] in cues.FILLER_HEAD
+    return bool(first) and first[0] in cues.FILLER_HEAD and len(extra) <= 2 and not any(w.isdigit() for w in extra)
 
 
 def _refers_to_answer(f: TurnFeatures, question: str) -> bool:
@@ -66,7 +70,7 @@ def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str
     head, words = f.lower[:CUE_WINDOW], f.words
     if any(mark in head for mark in cues.TEMPLATE_MARKS) or cues.ROLE_LINE.found(head, words):
         return "degenerate", "leaked chat-template tokens"
-    if f.latin < 0.5:
+    if f.latin < 0.5 and ctx.q_latin:
         return "degenerate", "text in another script than the request"
     if f.rep3 >= th.loop_rep3:
         return "degenerate", "repeated text dominates the turn"
