@@ -1,10 +1,10 @@
 """Text features of one user turn, measured against the question and the answer as shown.
 
-Overlap is measured on content words (stop and frame words removed, plurals folded) and on word
-trigrams: word sets generalise across paraphrase, trigram containment tells copying from
-paraphrasing. The question/answer side is computed once per pair and cached, because every turn
-of a probe shares its question and answer with several others. Everything here is built from C-
-implemented set, dict and regex operations, so that a turn costs tens of microseconds.
+Overlap is measured on content words (stop and frame words removed, singular and plural meeting)
+and on word trigrams: word sets generalise across paraphrase, trigram containment tells copying
+from paraphrasing. The question/answer side is computed once per pair and cached, because every
+turn of a probe shares its question and answer with several others; the turn side is built from
+C-implemented set, dict and string operations, so that a turn costs tens of microseconds.
 """
 
 from __future__ import annotations
