@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.analysis.agreement import Agreement, cohen_kappa, compare, f1_binary
-from testbed.backends.base import BackendError
-from testbed.backends.factory import BackendPool
-from testbed.judges.llm_judge import LLMJudge
+from testbed.judges.llm_judge import judge_all
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
@@ -64,19 +61,7 @@ async def run_judge(judge: ResolvedJudge, items: list[JudgeInput], backend=None)
         from testbed.judges.local import LocalJudge
 
         return LocalJudge().judge_many(items)
-    assert judge.agent is not None
-    async with BackendPool() as pool:
-        llm = LLMJudge(judge, backend or await pool.backend_for(judge.agent.spec))
-        gate = asyncio.Semaphore(judge.spec.concurrency)
-
-        async def one(item: JudgeInput) -> Verdict:
-            async with gate:
-                try:
-                    return (await llm.judge_turn(item))[0]
-                except BackendError as exc:
-                    return Verdict(None, None, f"judge call failed: {exc.reason}")
-
-        return list(await asyncio.gather(*(one(i) for i in items)))
+    return [verdict for verdict, _ in await judge_all(judge, items, backend=backend)]
 
 
 def evaluate(verdicts: list[Verdict], references: list[str]) -> JudgeEvaluation:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
@@ -60,4 +62,34 @@ class LLMJudge:
         return Verdict(None, None, f"unparsable after {len(replies)} attempts", raw), len(replies)
 
 
-__all__ = ["LLMJudge", "BackendError"]
+async def judge_all(
+    judge: ResolvedJudge,
+    items: list[JudgeInput],
+    *,
+    backend: Backend | None = None,
+    on_verdict: Callable[[int, Verdict, int], None] | None = None,
+) -> list[tuple[Verdict, int]]:
+    """Verdicts (and model calls taken) for items, in order, through the judge's bound model.
+
+    Concurrency is bounded by the judge spec; a call that fails for good is an unscored verdict
+    with the reason, never an exception that loses the verdicts already given. `on_verdict(i, ...)`
+    is called as each verdict arrives, so callers can store it at once.
+    """
+    from testbed.backends.factory import BackendPool
+
+    assert judge.agent is not None
+    async with BackendPool() as pool:
+        llm = LLMJudge(judge, backend or await pool.backend_for(judge.agent.spec))
+        gate = asyncio.Semaphore(judge.spec.concurrency)
+
+        async def one(i: int, item: JudgeInput) -> tuple[Verdict, int]:
+            async with gate:
+                try:
+                    verdict, attempts = await llm.judge_turn(item)
+                except BackendError as exc:
+                    verdict, attempts = Verdict(None, None, f"judge call failed: {exc.reason}"), 0
+            if on_verdict is not None:
+                on_verdict(i, verdict, attempts)
+            return verdict, attempts
+
+        return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))

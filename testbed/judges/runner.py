@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from rich.console import Console
 
-from testbed.backends.base import BackendError
-from testbed.backends.factory import BackendPool, served_model_name
-from testbed.judges.llm_judge import LLMJudge
+from testbed.backends.factory import served_model_name
+from testbed.judges.llm_judge import judge_all
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.turns import StoredTurn, user_turns
 from testbed.judges.verdict import Verdict
@@ -71,18 +69,8 @@ async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console:
 
 
 async def _judge_with_model(judge: ResolvedJudge, todo: list[StoredTurn], save, progress, backend) -> None:
-    assert judge.agent is not None
-    async with BackendPool() as pool:
-        llm = LLMJudge(judge, backend or await pool.backend_for(judge.agent.spec))
-        gate = asyncio.Semaphore(judge.spec.concurrency)
+    def store_verdict(i: int, verdict: Verdict, attempts: int) -> None:
+        save([(todo[i], verdict, attempts)])
+        progress.advance(error=not verdict.scored, tokens=0)
 
-        async def one(turn: StoredTurn) -> None:
-            async with gate:
-                try:
-                    verdict, attempts = await llm.judge_turn(turn.item)
-                except BackendError as exc:
-                    verdict, attempts = Verdict(None, None, f"judge call failed: {exc.reason}"), 0
-            save([(turn, verdict, attempts)])
-            progress.advance(error=not verdict.scored, tokens=0)
-
-        await asyncio.gather(*(one(t) for t in todo))
+    await judge_all(judge, [t.item for t in todo], backend=backend, on_verdict=store_verdict)

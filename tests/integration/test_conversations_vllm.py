@@ -12,7 +12,7 @@ import time
 import networkx as nx
 import pytest
 
-from helpers import REPO, TESTBED, run_cli
+from helpers import REPO, TESTBED, run_cli, wait_for_episodes
 
 pytestmark = pytest.mark.integration
 
@@ -61,15 +61,7 @@ def test_kill_minus_nine_mid_dialogue_then_resume(server_agent, tmp_path):
     args = ["run", "dialogue-gsm8k", "--assistant", str(server_agent), "--user", str(server_agent), "--limit", "4",
             "--store", db, "-q", "--no-report", "--no-judge"]
     proc = subprocess.Popen([*TESTBED, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            with sqlite3.connect(db) as conn:
-                if conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] >= 1:
-                    break
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.2)
+    wait_for_episodes(db)
     time.sleep(random.uniform(0.0, 2.0))
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import REPO, TESTBED, run_cli
+from helpers import REPO, TESTBED, run_cli, wait_for_episodes
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +24,7 @@ def test_kill_minus_nine_then_resume(server_agent, tmp_path):
     db = str(tmp_path / "s.sqlite")
     args = ["run", "probe-gsm8k", "--assistant", str(server_agent), "--user", str(server_agent), "--limit", "8", "--store", db, "-q", "--no-report"]
     proc = subprocess.Popen([*TESTBED, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if count(db, "SELECT COUNT(*) FROM episodes") >= 1:
-                break
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.2)
+    wait_for_episodes(db)
     time.sleep(random.uniform(0.0, 3.0))
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

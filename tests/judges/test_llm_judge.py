@@ -41,3 +41,21 @@ async def test_plain_backends_get_no_response_format():
     backend = ScriptedBackend(['{"followup": true, "reason": "x"}'], capabilities=Capabilities())
     await LLMJudge(load_judge("followup"), backend).judge_turn(ITEM)
     assert backend.requests[0].response_format is None
+
+
+async def test_a_failed_call_is_unscored_with_its_reason_and_others_still_arrive():
+    from testbed.backends.base import BackendError
+    from testbed.judges.llm_judge import judge_all
+
+    def respond(request):
+        if "second" in request.messages[0]["content"]:
+            raise BackendError("HTTP 503 from judge server")
+        return '{"label": "short_filler", "reason": "thanks"}'
+
+    items = [JudgeInput(str(i), "q", "a", text) for i, text in enumerate(["first", "second", "third"])]
+    arrived = []
+    results = await judge_all(load_judge("failure-modes"), items, backend=ScriptedBackend(respond),
+                              on_verdict=lambda i, v, n: arrived.append(i))
+    assert [v.label for v, _ in results] == ["short_filler", None, "short_filler"]
+    assert results[1][0].reason == "judge call failed: HTTP 503 from judge server" and results[1][1] == 0
+    assert sorted(arrived) == [0, 1, 2]
