@@ -41,9 +41,13 @@ def synthetic_items(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
     pairs = []
     for _ in range(40):
         topic = rnd.sample(_WORDS, 4)
-        question = f"Tom has {rnd.randint(2, 90)} {topic[0]} and buys {rnd.randint(2, 9)} more {topic[1]}. How many {topic[0]} does he have?"
+        question = (
+            f"Tom has {rnd.randint(2, 90)} {topic[0]} and buys {rnd.randint(2, 9)} more {topic[1]}. "
+            f"How many {topic[0]} does he have?"
+        )
         answer = " ".join(
-            f"To find the {topic[i % 4]} we add {rnd.randint(1, 50)} and {rnd.randint(1, 50)} {topic[(i + 1) % 4]}." for i in range(12)
+            f"To find the {topic[i % 4]} we add {rnd.randint(1, 50)} and {rnd.randint(1, 50)} {topic[(i + 1) % 4]}."
+            for i in range(12)
         )
         pairs.append((question, answer, topic))
     makers = (

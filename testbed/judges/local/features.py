@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from testbed.judges.local import cues
+from testbed.judges.local.references import NARRATIVE_WORDS
 
 MAX_WORDS = 200
 """Words of a turn that are measured; the head of a long turn already shows its behaviour."""
@@ -24,17 +25,17 @@ MAX_WORDS = 200
 SHORT_TURN = 40
 """Turns shorter than this (in words) are searched for answer fragments: only they can be questions."""
 
-A_TEXT_CHARS = 6000
-"""Characters of the answer searched for word fragments (bounds the cost of substring checks)."""
+FRAGMENT_CHECKS = 3
+"""New words of a turn (the longest) looked up inside the answer's words, e.g. part of a compound."""
 
 STOP = frozenset(
     "a an the and or but if then so of to in on at by for with from into onto over under about as is are was were be "
     "been being am do does did doing have has had having i me my mine we us our you your yours he him his she her it "
     "its they them their this that these those there here what which who whom whose when where why how can could "
     "would should will shall may might must not no nor too very just also than such only own same other some any each "
-    "all both few more most s t d ll m re ve don doesn didn isn aren wasn weren won let lets let's it's i'm that's "
-    "what's up out one get got make made please tell give know like need want much many well really after before "
-    "during while since until again per each every now then still even".split()
+    "all both few more most s t d ll m re ve don doesn didn isn aren wasn weren won let lets up out one get got make "
+    "made please tell give know like need want much many well really after before during while since until again per "
+    "every now then still even".split()
 )
 """Function words that carry no topic; overlap on them says nothing about what a turn reacts to."""
 
@@ -45,6 +46,7 @@ FRAME = frozenset(
 """Words that frame a question rather than name its topic (`what is the total number of ...`)."""
 
 IGNORED = STOP | FRAME | frozenset("abcdefghijklmnopqrstuvwxyz")
+"""Everything that is not a content word: stop words, frame words and single letters."""
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.?!])\s+")
 
@@ -74,7 +76,14 @@ def trigrams(words: list[str]) -> set[int]:
 
 
 class Context(NamedTuple):
-    """What a turn is compared against, derived once from the question and the answer."""
+    """What a turn is compared against, derived once from the question and the answer.
+
+    Topical word sets (`q_content`, `a_content`, `a_only`: in the answer and not the question,
+    `ask`: the request sentence, with `ask_size` its distinct words), trigram hashes, numbers
+    new in the answer, the answer's long words as one string (for fragments), the question's
+    text (to tell copied phrases), per-word weights, whether the question is in Latin script and
+    whether it asks for a narrative.
+    """
 
     q_content: frozenset[str]
     a_content: frozenset[str]
@@ -84,11 +93,12 @@ class Context(NamedTuple):
     a_numbers: frozenset[str]
     ask: frozenset[str]
     ask_size: int
-    a_text: str
+    a_vocab: str
     q_text: str
     a_weight: dict[str, float]
     q_weight: dict[str, float]
     q_latin: bool
+    narrative: bool
 
 
 def _ask(question: str) -> str:
@@ -104,7 +114,7 @@ def _ask(question: str) -> str:
 
 
 def _weights(words: list[str]) -> dict[str, float]:
-    """log(1 + count) of each topical word of the answer, under both its forms: how much the answer dwells on it."""
+    """log(1 + count) of each topical word of a text, under both its forms: how much the text dwells on it."""
     counts = Counter(_fold(w) for w in words if w not in IGNORED)
     weights = {w: math.log1p(n) for w, n in counts.items()}
     weights.update({w + "s": v for w, v in weights.items() if w[-1] != "s"})
@@ -129,11 +139,12 @@ def context(question: str, assistant: str) -> Context:
         a_numbers=numbers,
         ask=reference_words(ask_words),
         ask_size=len(set(map(_fold, set(ask_words).difference(IGNORED)))),
-        a_text=assistant.lower()[:A_TEXT_CHARS],
-        q_text=question.lower()[:A_TEXT_CHARS],
+        a_vocab=" ".join(sorted({w for w in a_words if len(w) >= 5})),
+        q_text=question.lower(),
         a_weight=_weights(a_words),
         q_weight=_weights(q_words),
         q_latin=_latin_share(question, q_words) > 0.8,
+        narrative=not NARRATIVE_WORDS.isdisjoint(q_words),
     )
 
 
@@ -143,7 +154,10 @@ class TurnFeatures:
 
     `q_frac` and `a_frac` are the shares of the turn's content words found in the question and
     in the answer; `tri_q` and `tri_a` the shares of its word trigrams copied from them; `rep3`
-    the share of its own trigrams that repeat (a loop).
+    the share of its own trigrams that repeat (a loop). `question` / `request`: shaped as a
+    question (question mark or interrogative opener) / as a request (imperative opener).
+    `latin`: share of ASCII word characters. `answer_numbers`: numbers it takes from the answer
+    that the question did not have.
     """
 
     text: str
@@ -187,12 +201,16 @@ def _latin_share(text: str, words: list[str]) -> float:
     return len(joined.encode("ascii", "ignore")) / len(joined) if joined else 1.0
 
 
-def measure(text: str, ctx: Context, tokens: list[str] | None = None, token_set: set[str] | None = None) -> TurnFeatures:
+def measure(
+    text: str, ctx: Context, tokens: list[str] | None = None, token_set: set[str] | None = None, lower: str | None = None
+) -> TurnFeatures:
     """The features of the (already neutralised) turn `text` against `ctx`.
 
-    `tokens` (and their set) are the word tokens of `text` when the caller has already split it.
+    `tokens` (and their set) and `lower` are the word tokens and lower-cased form of `text` when
+    the caller already has them.
     """
-    lower = text.lower()
+    if lower is None:
+        lower = text.lower()
     all_words = cues.tokens(lower) if tokens is None else tokens
     n_words = len(all_words)
     head = all_words if n_words <= MAX_WORDS else all_words[:MAX_WORDS]
@@ -224,7 +242,9 @@ def origin(f: TurnFeatures, ctx: Context) -> Origin:
     content = f.content
     n = len(content) or 1
     novel = content.difference(ctx.q_content, ctx.a_content)
-    fragments = len([w for w in novel if len(w) >= 5 and w in ctx.a_text]) if novel and f.n_words < SHORT_TURN else 0
+    fragments = 0
+    if novel and f.n_words < SHORT_TURN:
+        fragments = sum(1 for w in sorted(novel, key=len, reverse=True)[:FRAGMENT_CHECKS] if len(w) >= 5 and w in ctx.a_vocab)
     weight, q_weight = ctx.a_weight, ctx.q_weight
     return Origin(
         a_only_frac=(len(content & ctx.a_only) + fragments) / n,

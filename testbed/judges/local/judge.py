@@ -19,22 +19,31 @@ VERSION = "local-1"
 """Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
 
 FOLLOWUP = "genuine_followup"
+"""The one label that counts as a follow-up (the taxonomy's `followup_label`)."""
+
+_MARKUP = "\"'*#>-•[]()`_~=|"
+"""Markdown and quoting characters that may open a turn before its first word."""
 
 
 def _strip_scaffolding(text: str, lower: str) -> str:
-    """Remove role-play scaffolding and a leading `User:` tag; what is left is what the user says.
+    """Remove role-play scaffolding, a leading `User:` tag and a contentless lead-in phrase.
 
-    `lower` is `text` lower-cased, used for the cheap checks that keep most turns untouched.
+    What is left is what the user says, judged without the wrapping; a lead-in goes only when a
+    question follows it. `lower` is `text` lower-cased, for the cheap checks that keep most turns
+    untouched.
     """
     if "’" in text:
         text = text.replace("’", "'")
     if "next message" in lower or "you are the user" in lower:
         text = cues.USER_NEXT.sub(" ", text)
-
-    text = text.strip().strip('"').strip()
+    text = text.strip().lstrip(_MARKUP).rstrip().strip('"').strip()
     if ":" in text[:12]:
         m = cues.ROLE_PREFIX.match(text)
         if m:
+            text = text[m.end():]
+    if text[:1] in "BbAaWw":
+        m = cues.FRAME_LEAD.match(text)
+        if m and "?" in text[m.end():]:
             text = text[m.end():]
     return text
 
@@ -51,7 +60,7 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     cleaned = neutralise(raw, lower, token_set)
     text = _strip_scaffolding(cleaned.text, lower if cleaned.text is raw else cleaned.text.lower())
     ctx = context(question or "", assistant or "")
-    feats = measure(text, ctx, tokens, token_set) if text == raw else measure(text, ctx)
+    feats = measure(text, ctx, tokens, token_set, lower) if text == raw else measure(text, ctx)
     label, reason = decide(feats, ctx, thresholds)
     if cleaned.injected:
         if label == FOLLOWUP:

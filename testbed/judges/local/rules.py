@@ -15,14 +15,29 @@ from dataclasses import dataclass
 
 from testbed.judges.local import cues
 from testbed.judges.local.features import Context, TurnFeatures, origin
+from testbed.judges.local.references import NARRATIVE_REF, refers_to_answer
 
 CUE_WINDOW = 300
 """Characters at the head of a turn searched for phrase cues: where a reply shows what it does."""
 
+REF_WINDOW = 200
+"""Characters searched for references to the answer: a follow-up says early what it reacts to."""
+
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The numeric cut points of the rules, in one place so that validation can vary them."""
+    """The numeric cut points of the rules, in one place so that validation can vary them.
+
+    Shares are of the turn's trigrams (`*_tri_*`, `loop_rep3`) or content words (the rest).
+    `loop_rep3`: repeated trigrams that make a loop. `echo_tri_a` / `restate_tri_q`: trigrams
+    copied from the answer / question. `restate_q_frac`, `restate_ask_cover`: words from the
+    question, and coverage of its request sentence, for a paraphrased restatement.
+    `followup_a_only`: words found only in the answer that make a question about the answer.
+    `dwell`: below it, the answer does not dwell on the turn's words (see `Origin`); with
+    `new_novel_low` new words that makes a new question, as does `new_novel` on its own.
+    Word counts bound filler, long rambling, statements that may still dispute the answer, and
+    incoherent statements.
+    """
 
     loop_rep3: float = 0.5
     echo_tri_a: float = 0.5
@@ -35,6 +50,7 @@ class Thresholds:
     new_novel: float = 0.6
     filler_words: int = 8
     ramble_words: int = 40
+    statement_words: int = 20
     incoherent_words: int = 12
 
 
@@ -56,11 +72,9 @@ def _is_filler(f: TurnFeatures, limit: int) -> bool:
     return bool(first) and first[0] in cues.FILLER_HEAD and len(extra) <= 2 and not any(w.isdigit() for w in extra)
 
 
-def _refers_to_answer(f: TurnFeatures, question: str) -> bool:
-    """An answer-reference phrase that the turn did not simply copy from the question."""
-    if cues.ANSWER_REF.triggers.isdisjoint(f.words):
-        return False
-    return any(m.group(0) not in question for m in cues.ANSWER_REF.pattern.finditer(f.lower[:CUE_WINDOW]))
+def _short_reply(f: TurnFeatures, th: Thresholds) -> bool:
+    """Short enough that a reference to the answer dominates it: a brief statement, or a question."""
+    return f.n_words < th.statement_words or (f.n_words < th.ramble_words and (f.question or f.request))
 
 
 def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str, str]:
@@ -68,13 +82,18 @@ def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str
     if f.n_words == 0:
         return "degenerate", "empty turn"
     head, words = f.lower[:CUE_WINDOW], f.words
-    if any(mark in head for mark in cues.TEMPLATE_MARKS) or cues.ROLE_LINE.found(head, words):
+    if "<" in head or "|" in head or "[" in head:
+        if any(mark in head for mark in cues.THINK_MARKS):
+            return "meta_planning", "leaked reasoning channel"
+        if any(mark in head for mark in cues.TEMPLATE_MARKS):
+            return "degenerate", "leaked chat-template tokens"
+    if cues.ROLE_LINE.found(head, words):
         return "degenerate", "leaked chat-template tokens"
     if f.latin < 0.5 and ctx.q_latin:
         return "degenerate", "text in another script than the request"
     if f.rep3 >= th.loop_rep3:
         return "degenerate", "repeated text dominates the turn"
-    if cues.PLANNING.found(head, words):
+    if cues.plans(head, words):
         return "meta_planning", "plans aloud how to respond"
     if cues.OFFER.found(head, words) or cues.ASSISTANT_TAG.found(head, words):
         return "echo_assistant", "assistant-style offer or refusal"
@@ -82,6 +101,8 @@ def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str
         return "short_filler", "brief courtesy with no content"
     if f.n_words < th.ramble_words and cues.SELF_META.found(head, words):
         return "meta_planning", "talks about its own role"
+    if _short_reply(f, th) and refers_to_answer(head[:REF_WINDOW], words, ctx.q_text):
+        return "genuine_followup", "refers to the answer directly"
     solving = cues.SOLVING.found(head, words)
     if (f.question or f.request) and f.n_words < th.ramble_words and not solving:
         return _question(f, ctx, th)
@@ -104,8 +125,8 @@ def decide(f: TurnFeatures, ctx: Context, th: Thresholds = DEFAULT) -> tuple[str
 
 def _question(f: TurnFeatures, ctx: Context, th: Thresholds) -> tuple[str, str]:
     """Tell a follow-up from a restatement and a new question by where its words come from."""
-    if _refers_to_answer(f, ctx.q_text):
-        return "genuine_followup", "refers to the answer directly"
+    if ctx.narrative and NARRATIVE_REF.found(f.lower, f.words):
+        return "genuine_followup", "asks about a part of the story told"
     if f.tri_q >= th.restate_tri_q:
         return "restate_question", "copies the question's wording"
     if cues.VARIANT.found(f.lower, f.words):

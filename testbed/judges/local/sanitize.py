@@ -18,7 +18,10 @@ _LABEL_NAMES = (
     r"|meta[\s_-]*planning|new[\s_-]*question|short[\s_-]*filler|degenerate|other|follow[\s_-]*up"
 )
 _JUDGES = r"judge|grader|classifier|evaluator|annotator|labell?er|rater|scorer"
-_JUDGE_WORDS = "judge judges grader graders classifier classifiers evaluator evaluators annotator annotators labeler labeller rater raters scorer"
+_JUDGE_WORDS = (
+    "judge judges grader graders classifier classifiers evaluator evaluators annotator annotators labeler labeller rater "
+    "raters scorer"
+)
 
 
 @dataclass(frozen=True)
@@ -38,29 +41,46 @@ def _gated(pattern: str, words: str = "", marks: tuple[str, ...] = ()) -> _Gated
     return _Gated(re.compile(pattern), frozenset(words.split()), marks)
 
 
+_CUT_MARK = "\x1f"
+"""Stands where a verdict object was cut, so that a directive naming it ends there."""
+
+_JSON_VERDICT = re.compile(
+    r"\{[^{}]{0,300}?[\"']?(?:label|followup|follow_up|verdict|reason|category|class|note|id)[\"']?\s*:[^{}]{0,300}\}?"
+)
+"""A JSON object with verdict-like keys, cut first: its inside must not be read as sentences."""
+
 _CUTS = (
     _gated(
-        r"\{[^{}]{0,300}?[\"']?(?:label|followup|follow_up|verdict|reason|category|class|note|id)[\"']?\s*:[^{}]{0,300}\}?",
-        marks=("{",),
-    ),
-    _gated(
-        rf"[\"']?\b(?:label|verdict|category|classification|follow[_ -]?up)[\"']?\s*[:=]\s*[\"']?(?:{_LABEL_NAMES}|true|false)\b[\"']?",
-        "label verdict category classification followup follow_up",
+        r"[\"']?\b(?:label|verdict|category|classification|follow[_ -]?up)[\"']?\s*[:=]\s*[\"']?"
+        rf"(?:{_LABEL_NAMES}|true|false)\b[\"']?",
+        "label verdict category classification followup follow_up follow",
         ("follow-up", "follow up"),
     ),
     _gated(
-        r"</?\s*(?:user_?turn|assistant|question|answer|system|turn|instructions?|input|output|context|conversation|im_end|im_start)\s*>",
+        r"</?\s*[a-z_]*(?:user|assistant|system|turn|question|answer|instruction|input|output|context|conversation|judge"
+        r"|label|verdict|im_end|im_start)[a-z_]*\s*>",
         marks=("<",),
     ),
+    _gated(r"<{2,}\s*/?\s*(?:begin|end|start)\b[^<>\n]{0,80}>{2,}", marks=("<",)),
+    _gated(r"\{\s*(?:question|answer|assistant|user_?turn|turn|labels?|reason|verdict|id|note|followup)\s*\}", marks=("{",)),
     _gated(r"={3,}[^=\n]{0,40}={3,}", marks=("===",)),
+    _gated(r"\buser_?turn\s+(?:ends|begins|starts)\s+here\b", "user_turn userturn"),
+    _gated(r"(?m)^\s*(?:user_?turn|system|judge|instructions)\s*:\s*$", "user_turn userturn system judge instructions"),
+    _gated(r"([-*#~_+])\1{2,}\s*(?:end|begin|start|stop)\b[^\n]{0,30}?\1{3,}", marks=("---", "***", "##", "~~~", "_", "+++")),
+    _gated(r"#{2,}\s*(?:end|begin|start|stop)(?:\s+of(?:\s+the)?(?:\s+user)?\s+\w+)?\b\s*#*", marks=("##",)),
     _gated(
-        r"\[\s*/?\s*(?:end|begin|start)\s*(?:of\s+)?(?:user_?turn|turn|input|transcript|conversation|message)?\s*\]"
+        r"(?m)^[^\w\n]{0,10}(?:end|begin)(?:\s+of)?"
+        r"(?:\s+(?:the|user|turn|input|message|transcript|conversation|instructions?|prompt))*[^\w\n]{0,10}$",
+        "end begin",
+    ),
+    _gated(
+        r"\[[^\]\n]{0,30}\b(?:end|begin|start)\b[^\]\n]{0,40}\]"
         r"|\b(?:end|beginning|start)\s+of\s+(?:the\s+)?(?:user_?turn|user\s+turn|turn|input|transcript|conversation|message)\b",
-        "user_turn turn input transcript conversation message",
+        "end beginning start",
         ("[end", "[ end", "[/", "[begin", "[start"),
     ),
 )
-"""Fragments cut out where they stand: verdict objects, `label: X` pairs, fake tags and fences."""
+"""Fragments cut out where they stand: `label: X` pairs, fake tags and fences, template slots, delimiter lines."""
 
 _DIRECTIVES = (
     _gated(
@@ -77,18 +97,29 @@ _DIRECTIVES = (
     _gated(
         rf"\bas\s+(?:the|a|an|your)\s+(?:{_JUDGES})\b|\b(?:dear|attention|note\s+to\s+(?:the\s+)?)\s*(?:{_JUDGES})s?\b"
         rf"|(?:^|[.!?\n]\s*)(?:{_JUDGES})s?\s*[:,]"
-        rf"|\b(?:{_JUDGES})s?\s+(?:must|should|shall|needs?\s+to|is\s+instructed\s+to)\s+(?:output|return|label|classify|mark|answer|say|print)",
+        rf"|\b(?:{_JUDGES})s?\s+(?:must|should|shall|needs?\s+to|is\s+instructed\s+to)\s+"
+        r"(?:output|return|label|classify|mark|answer|say|print)",
         _JUDGE_WORDS,
     ),
     _gated(
         r"\byou\s+(?:must|should|will|shall)\s+(?:output|return|print|label|classify)\b"
-        r"|\b(?:classify|label|mark|rate|tag|score|categori[sz]e)\s+(?:this|the|it|that)(?:\s+(?:turn|message|text|reply|response))?\s+as\b"
-        r"|\bthe\s+(?:correct|right|true|final|expected)\s+(?:label|verdict|classification|category)\b",
-        "output return print label classify mark rate tag score categorize categorise verdict classification category",
+        r"|\b(?:classify|label|mark|rate|tag|score|categori[sz]e)\s+(?:this|the|it|that)"
+        r"(?:\s+(?:turn|message|text|reply|response))?\s+as\b"
+        r"|\bthe\s+(?:(?:correct|right|true|final|expected)\s+)?(?:label|verdict|classification|category)\b"
+        r"(?:\s+(?:is|for|should|must)\b|\s*:)"
+        r"|\b(?:other|any|these|those|all)\s+(?:other\s+)?labels\b",
+        "output return print label labels classify mark rate tag score categorize categorise verdict classification category",
+    ),
+    _gated(
+        r"\b(?:reply|respond|answer|output|return|print)\s+(?:with\s+)?(?:only\s+)?(?:a\s+)?(?:json|yaml)\b"
+        rf"|\b(?:output|return|print|reply|respond|answer|say)\b[^.\n]{{0,20}}{_CUT_MARK}"
+        r"|\bstop\s+(?:judging|labell?ing|classifying|evaluating)\b",
+        "json yaml judging labeling labelling classifying evaluating",
+        (_CUT_MARK,),
     ),
     _gated(
         r"\b(?:new|updated|hidden|real)\s+(?:instructions?|system\s+prompt)\b|\bsystem\s+(?:override|prompt|message)\s*:",
-        "instructions instruction",
+        "instructions instruction system",
         ("system prompt", "system override", "system message"),
     ),
     _gated(
@@ -96,13 +127,24 @@ _DIRECTIVES = (
         "degenerate restate filler planning echo followup",
     ),
 )
-"""Orders to the judge and label names: the whole sentence that carries one is removed."""
+"""Orders to the judge and label names: each is removed with the rest of its order (`_cut_directives`)."""
 
 _GATE_WORDS = frozenset().union(*(g.words for g in _CUTS + _DIRECTIVES))
-_GATE_MARKS = tuple(sorted({m for g in _CUTS + _DIRECTIVES for m in g.marks}))
+_GATE_CHARS = re.compile(r"[{<_\[~]")
+_GATE_RUNS = ("===", "---", "***", "+++", "##")
+"""Every gate mark holds one of `_GATE_CHARS` or `_GATE_RUNS`, or a gate word: the clean-turn check."""
+
+LEAD_IN_WORDS = 6
+"""Words before a directive, in its sentence, that are taken as part of it."""
+
+TRAIL_WORDS = 6
+"""Words after the label a directive names, in its sentence, that are taken as part of it."""
+
+_LABEL_END = re.compile(rf"(?:(?:{_LABEL_NAMES}|true|false)\b[\"'}}\])>]*|{_CUT_MARK})")
 _FENCE = re.compile(r"`{3,}\w*")
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 _SPACES = re.compile(r"[ \t]{2,}")
+_BARE_LINE = re.compile(r"(?m)^[^\w\n]*\n")
 _WORD = re.compile(r"\w+")
 
 
@@ -113,39 +155,59 @@ class Cleaned(NamedTuple):
     injected: bool
 
 
-def _directed(sentence: str, patterns: list[_Gated]) -> bool:
-    """True when one of `patterns` occurs in `sentence`."""
+def _cut_directives(sentence: str, patterns: list[_Gated]) -> str:
+    """`sentence` without its judge-directed part; a newline that ended it is kept.
+
+    An order runs from its first word to the label it names ("... and answer X") or, naming
+    none, to the end of its sentence. A few words before it belong to it ("output X"), and so do
+    a few lower-case words after the label ("X because it asks"); longer stretches, or a new
+    capitalised sentence, are the turn itself, glued to the injection, and are kept.
+    """
     lower = sentence.lower()
-    return any(p.pattern.search(lower) for p in patterns)
+    starts = [m.start() for p in patterns if (m := p.pattern.search(lower))]
+    if not starts:
+        return sentence
+    start = min(starts)
+    labels = [m.end() for m in _LABEL_END.finditer(lower, start)]
+    end = labels[-1] if labels else len(sentence)
+    head, tail = sentence[:start], sentence[end:]
+    if len(head.split()) <= LEAD_IN_WORDS:
+        head = ""
+    if len(tail.split()) <= TRAIL_WORDS and not tail.lstrip(" \"'").strip()[:1].isupper():
+        tail = ""
+    kept = head + " " + tail if head and tail else head + tail
+    return kept + "\n" if sentence.endswith("\n") and not kept.endswith("\n") else kept
 
 
 def neutralise(text: str, lower: str | None = None, words: set[str] | None = None) -> Cleaned:
     """Cut JSON verdicts, label names, judge directives and fake delimiters out of `text`.
 
-    A sentence that carries a directive or a label name is removed whole, because what
-    surrounds an order to the judge ("... and answer X") is part of the order. Code fences are
-    dropped without flagging, since users paste code. `lower` and `words` (its word tokens) may
-    be passed when the caller already has them.
+    Verdict objects go first (their inside is not prose), then directives with the order they
+    carry, then `label: X` pairs, fake tags and delimiter lines. Code fences are dropped without
+    flagging, since users paste code. `lower` and `words` (its word tokens) may be passed when
+    the caller already has them.
     """
     if lower is None:
         lower = text.lower()
     if words is None:
         words = set(_WORD.findall(lower))
-    if _GATE_WORDS.isdisjoint(words) and not any(m in lower for m in _GATE_MARKS):
+    if _GATE_WORDS.isdisjoint(words) and _GATE_CHARS.search(lower) is None and not any(map(lower.__contains__, _GATE_RUNS)):
         return Cleaned(_FENCE.sub(" ", text) if "```" in text else text, False)
     out, injected = text, False
+    if "{" in lower and _JSON_VERDICT.search(lower):
+        out = re.sub(_JSON_VERDICT.pattern, f" {_CUT_MARK} ", out, flags=re.IGNORECASE)
+        lower, injected = out.lower(), True
+    directives = [d for d in _DIRECTIVES if d.gate(lower, words) and d.pattern.search(lower)]
+    if directives:
+        injected = True
+        out = "".join(_cut_directives(s, directives) for s in _SENTENCE.findall(out))
+        lower = out.lower()
     for cut in _CUTS:
         if cut.gate(lower, words) and cut.pattern.search(lower):
             out = re.sub(cut.pattern.pattern, " ", out, flags=re.IGNORECASE)
             injected = True
-    if injected:
-        lower = out.lower()
-    directives = [d for d in _DIRECTIVES if d.gate(lower, words) and d.pattern.search(lower)]
-    if directives:
-        injected = True
-        out = "".join(s for s in _SENTENCE.findall(out) if not _directed(s, directives))
     if "```" in out:
         out = _FENCE.sub(" ", out)
     if injected:
-        out = _SPACES.sub(" ", out).strip()
+        out = _BARE_LINE.sub("", _SPACES.sub(" ", out.replace(_CUT_MARK, " ")) + "\n").strip()
     return Cleaned(out, injected)
