@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.drift import drift_summary, run_drift
+from testbed.analysis.drift import drift_summary, run_drift, survival_curve
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
@@ -75,8 +75,11 @@ def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdenti
             for label in taxonomy().labels:
                 row[f"share_{label}"] = float((labelled == label).mean()) if len(labelled) else math.nan
             summary = drift_summary(drift[drift.episode_id.isin(done.episode_id)])
+            curve = survival_curve(drift[drift.episode_id.isin(done.episode_id)])
             row.update({"drifted": summary["drifted"], "drift_evidence": summary["evidence"], "drift_share": summary["share_drifted"],
-                        "drift_lo": summary["share_lo"], "drift_hi": summary["share_hi"], "median_onset": summary["median_onset"]})
+                        "drift_lo": summary["share_lo"], "drift_hi": summary["share_hi"], "median_onset": summary["median_onset"],
+                        "onset_distribution": " ".join(f"{k}:{n}" for k, n in summary["onset_counts"].items()),
+                        "in_role_after_k": " ".join(f"{x:.2f}" for x in curve[curve.k >= 1].survival)})
         if info is not None:
             s = info[info.episode_id.isin(done.episode_id)]
             row.update(_rate("recovered", int(s.facts_recovered.sum()), int(s.facts_total.sum())))

@@ -46,6 +46,8 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("top labels", "followup_rate", lambda r: top_shares(r, "share_")),
     ("drift (95% CI)", "drift_share", lambda r: _rate(r.drift_share, r.drift_lo, r.drift_hi)),
     ("median onset", "drift_share", lambda r: _num(r.median_onset, "{:g}")),
+    ("onsets k:n", "onset_distribution", lambda r: r.onset_distribution or "none"),
+    ("in role after k=1,2,…", "in_role_after_k", lambda r: r.in_role_after_k or "n/a"),
     ("facts recovered (95% CI)", "recovered", lambda r: _rate(r.recovered, r.recovered_lo, r.recovered_hi)),
     ("in final output", "in_final_output", lambda r: _rate(r.in_final_output, r.in_final_output_lo, r.in_final_output_hi)),
     ("questions/fact", "questions_per_recovered_fact", lambda r: _num(r.questions_per_recovered_fact)),

@@ -13,13 +13,14 @@ from testbed.judges.local import cues
 from testbed.judges.local.features import context, measure
 from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
+from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 
 VERSION = "local-1"
 """Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
 
-FOLLOWUP = "genuine_followup"
-"""The one label that counts as a follow-up (the taxonomy's `followup_label`)."""
+FOLLOWUP = taxonomy().followup_label
+"""The one label that counts as a follow-up, from the taxonomy file."""
 
 _MARKUP = "\"'*#>-•[]()`_~=|"
 """Markdown and quoting characters that may open a turn before its first word."""
