@@ -42,3 +42,8 @@ def wait_for_episodes(db: str, at_least: int = 1, timeout_s: float = 300) -> int
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{db} did not reach {at_least} episodes in {timeout_s:g}s")
+
+
+def run_id_of(output: str) -> str:
+    """The run id `testbed run` reports in its summary line (`run <id>: ...`)."""
+    return output.split("run ")[1].split(":")[0].strip()

@@ -7,7 +7,7 @@ import sqlite3
 
 from typer.testing import CliRunner
 
-from helpers import write_yaml
+from helpers import run_id_of, write_yaml
 from testbed.cli.app import app
 
 runner = CliRunner()
@@ -22,7 +22,7 @@ def test_run_then_report_in_every_format(spec_dir, tmp_path):
     out = invoke("run", str(spec_dir()), "--store", db, "-q")
     assert out.exit_code == 0, out.output
     assert "12/12 episodes done, 0 errors" in out.output
-    run_id = out.output.split("run ")[1].split(":")[0].strip()
+    run_id = run_id_of(out.output)
     rows = json.loads(invoke("report", run_id, "--store", db, "-f", "json").stdout)
     assert len(rows) == 4 and all(r["episodes"] == 3 and r["errors"] == 0 for r in rows)
     assert invoke("report", run_id[:8], "--store", db, "-f", "csv").stdout.count("\n") == 5

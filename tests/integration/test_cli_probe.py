@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import run_cli
+from helpers import run_cli, run_id_of
 
 pytestmark = pytest.mark.integration
 
@@ -16,7 +16,7 @@ def test_probe_run_report_and_runs(server_agent, tmp_path):
     done = run_cli("run", "probe-gsm8k", "--assistant", str(server_agent), "--user", str(server_agent), "--limit", "3", "--store", db, "-q")
     assert done.returncode == 0, done.stderr
     assert "12/12 episodes done, 0 errors" in done.stdout
-    run_id = done.stdout.split("run ")[1].split(":")[0].strip()
+    run_id = run_id_of(done.stdout)
     report = run_cli("report", run_id, "--store", db, "--format", "json")
     rows = json.loads(report.stdout)
     assert {(r["user_mode"], r["temperature"]) for r in rows} == {("raw", 0.0), ("raw", 1.0), ("instructed", 0.0), ("instructed", 1.0)}

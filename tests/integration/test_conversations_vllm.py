@@ -12,13 +12,9 @@ import time
 import networkx as nx
 import pytest
 
-from helpers import REPO, TESTBED, run_cli, wait_for_episodes
+from helpers import REPO, TESTBED, run_cli, run_id_of, wait_for_episodes
 
 pytestmark = pytest.mark.integration
-
-
-def run_id_of(stdout: str) -> str:
-    return stdout.split("run ")[1].split(":")[0].strip()
 
 
 def test_dialogue_run_labels_drift_and_graphs(server_agent, tmp_path):

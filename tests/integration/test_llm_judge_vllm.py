@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from helpers import run_cli
+from helpers import run_cli, run_id_of
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ def test_llm_judges_label_a_real_run(server_agent, tmp_path):
     made = run_cli("run", "probe-gsm8k", "--assistant", str(server_agent), "--user", str(server_agent), "--limit", "2", "--store", db, "-q")
     assert made.returncode == 0, made.stderr
     assert "labelled 8 new user turns with the local classifier" in made.stdout
-    run_id = made.stdout.split("run ")[1].split(":")[0].strip()
+    run_id = run_id_of(made.stdout)
     for judge in ("failure-modes", "followup"):
         out = run_cli("judge", run_id, "--judge", judge, "--model", str(server_agent), "--store", db, "-q")
         assert out.returncode == 0, out.stderr
