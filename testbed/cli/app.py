@@ -125,10 +125,30 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
     if fmt == "table":
         labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
         console.print(as_rich_table(frame, f"{meta['run_id']} ({meta['status']}{labelled})"))
+        if meta["kind"] == "probe":
+            _print_perturbation_effects(db, meta["run_id"], who)
         for reason, n in error_reasons(db, meta["run_id"]):
             console.print(f"[red]{n} episode(s) failed:[/] {reason}", highlight=False)
     else:
         sys.stdout.write(render(frame, fmt) + "\n")
+
+
+def _print_perturbation_effects(db, run_id: str, who) -> None:
+    """The paired perturbation table, when the run has perturbed episodes."""
+    from testbed.analysis.perturbation import perturbation_effects
+
+    effects = perturbation_effects(db, run_id, who)
+    if effects.empty:
+        return
+    table = Table(title="perturbations: the same answer, perturbed (pairs with the unperturbed episode)")
+    for col in ("perturbation", "mode", "T", "pairs", "user turn changed (95% CI)", "follow-up none → perturbed", "change"):
+        table.add_column(col)
+    for r in effects.itertuples(index=False):
+        rates = "n/a" if r.judged_pairs == 0 else f"{r.followup_none:.1%} → {r.followup_perturbed:.1%}"
+        change = "n/a" if r.judged_pairs == 0 else f"{r.followup_change:+.1%}"
+        table.add_row(r.perturbation, r.user_mode, f"{r.temperature:g}", str(r.pairs),
+                      f"{r.changed:.1%} ({r.changed_lo:.0%}–{r.changed_hi:.0%})", rates, change)
+    console.print(table)
 
 
 @app.command()
