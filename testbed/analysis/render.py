@@ -75,17 +75,38 @@ def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str],
     return [header[i] for i in keep], [[r[i] for i in keep] for r in rows], constant
 
 
-def as_rich_table(report: pd.DataFrame, title: str) -> Table:
-    """A rich table for the terminal; conditions shared by all rows go into the caption."""
+TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
+    ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "user = question (95% CI)",
+                  "user turns/ep.", "ended by")),
+    ("judge labels", ("follow-up (95% CI)", "unscored", "top labels")),
+    ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
+    ("information gathering", ("facts recovered (95% CI)", "in final output", "questions/fact", "premature (95% CI)",
+                               "leak rate (95% CI)")),
+]
+"""Column groups: each becomes its own table, so a terminal of ordinary width can show them."""
+
+RIGHT = ("episodes", "errors", "scored", "user words", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
+
+
+def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:
+    """Rich tables for the terminal, one per column group present; conditions shared by all rows
+    go into the first table's caption, the varying ones lead every table."""
     header, rows, constant = split_constant(*display_rows(report))
-    caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
-    table = Table(title=title, caption=caption)
-    for h in header:
-        table.add_column(h, justify="right" if h in ("episodes", "errors", "scored", "user words", "T", "unscored") else "left",
-                         no_wrap=h in CONDITION_COLUMNS)
-    for row in rows:
-        table.add_row(*row)
-    return table
+    conditions = [i for i, h in enumerate(header) if h in CONDITION_COLUMNS]
+    tables = []
+    for name, members in TABLE_GROUPS:
+        picked = [i for i, h in enumerate(header) if h in members]
+        if not picked:
+            continue
+        table = Table(title=f"{title}: {name}" if not tables else name)
+        for i in conditions + picked:
+            table.add_column(header[i], justify="right" if header[i] in RIGHT else "left", no_wrap=header[i] in CONDITION_COLUMNS)
+        for row in rows:
+            table.add_row(*(row[i] for i in conditions + picked))
+        tables.append(table)
+    if tables:
+        tables[0].caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
+    return tables
 
 
 def as_markdown(report: pd.DataFrame) -> str:

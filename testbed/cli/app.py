@@ -113,7 +113,7 @@ def _report_judge(db, run_id: str, selector: str | None):
 
 
 def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
-    from testbed.analysis.render import as_rich_table, render
+    from testbed.analysis.render import as_rich_tables, render
     from testbed.analysis.report import error_reasons, report_frame
 
     try:
@@ -124,7 +124,8 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
     frame = report_frame(db, meta["run_id"], who)
     if fmt == "table":
         labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
-        console.print(as_rich_table(frame, f"{meta['run_id']} ({meta['status']}{labelled})"))
+        for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
+            console.print(table)
         if meta["kind"] == "probe":
             _print_perturbation_effects(db, meta["run_id"], who)
         for reason, n in error_reasons(db, meta["run_id"]):
