@@ -100,7 +100,9 @@ def test_eval_judge_prints_the_summary_line_last(tmp_path):
     out = cli.invoke(app, ["eval-judge", "--judge", "local", str(REPO / "tests/fixtures/labelled-turns.jsonl")])
     assert out.exit_code == 0, out.output
     last = out.stdout.strip().splitlines()[-1]
-    assert last.startswith("kappa=") and " f1_followup=" in last and last.endswith(" n=8")
+    assert last.startswith("kappa=") and " f1_followup=" in last and last.endswith(" n=57")
+    metrics = dict(part.split("=") for part in last.split())
+    assert float(metrics["kappa"]) >= 0.6 and float(metrics["f1_followup"]) >= 0.8, "hand-made turns, concise answers"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "assistant": "a", "user_turn": "u", "label": "great"}\n')
     out = cli.invoke(app, ["eval-judge", str(bad)])

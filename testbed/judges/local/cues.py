@@ -112,7 +112,7 @@ SELF_META = _cue(
 """The writer describes its own role or state instead of speaking in it."""
 
 OFFER = _cue(
-    r"\b(?:i(?:'m|\s+am)\s+(?:glad|happy|here|ready|delighted)\s+to\s+(?:help|assist)"
+    r"\b(?:i(?:'m|\s+am|'d\s+be|\s+would\s+be)\s+(?:glad|happy|here|ready|delighted)\s+to\s+(?:help|assist)"
     r"|i(?:'m|\s+am)\s+here\s+to\s+(?:help|assist)"
     r"|(?:how|what)\s+can\s+i\s+(?:help|assist|do\s+for\s+you|do\s+to)"
     r"|is\s+there\s+anything\s+else\s+(?:you|i)"

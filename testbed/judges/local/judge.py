@@ -16,7 +16,7 @@ from testbed.judges.local.sanitize import neutralise
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 
-VERSION = "local-1"
+VERSION = "local-2"
 """Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
 
 FOLLOWUP = taxonomy().followup_label

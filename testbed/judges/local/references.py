@@ -22,23 +22,26 @@ def _ref(pattern: str, triggers: str) -> Cue:
 ANSWER_REFS: tuple[Cue, ...] = (
     _ref(
         r"you\s+(?:said|say|mentioned|wrote|stated|claimed|forgot|missed|used|got|made|calculated|computed|solved|provided"
-        r"|gave|listed|described|suggested|assumed|meant|did\s+not|didn't|have\s+not|haven't|skipped|left\s+out|stopped)"
+        r"|gave|listed|described|suggested|assumed|meant|did\s+not|didn't|have\s+not|haven't|skipped|left\s+out|stopped"
+        r"|(?!need\b|proceed\b|succeed\b|feed\b|speed\b)\w{2,}ed\b)"
         r"|your\s+(?:answer|response|reply|calculation|explanation|solution|math|result|list|story|poem|text|summary|example"
         r"|reasoning|last|previous|first|second|final)"
-        r"|(?:why|how|where)\s+did\s+you|did\s+you\s+(?:mean|get|use|forget|include|consider|calculate|finish)"
+        r"|(?:why|how|where)\s+(?:did|do|would|were)\s+you|did\s+you\s+(?:mean|get|use|forget|include|consider|calculate|finish)"
         r"|are\s+you\s+sure|i\s+think\s+you|what\s+do\s+you\s+mean"
         r"|(?:can|could|would)\s+you\s+(?:please\s+)?(?:(?:explain|clarify|go\s+over|walk\s+me\s+through)\s+(?:this|that|it"
         r"|these|those|why|how\s+you|what\s+you|further|more|again|(?:the|your)\s+(?:answer|steps?|calculation|solution"
         r"|reasoning|last|first|second|third|final|result|example|text))"
         r"|clarify|elaborate|expand\s+on|rewrite|redo|shorten|simplify|double[- ]check|recheck|re-?calculate|fix|correct"
+        r"|(?:add|remove|drop|replace|swap)\s+(?:a|an|one|another|the)\s+(?:\w+\s+)?(?:tip|point|item|step|example|line|sentence|paragraph|option)"
         r"|show\s+(?:me\s+)?(?:your|the)\s+(?:work|steps?|calculation)|break\s+(?:it|that|this)\s+down|make\s+it)",
         "you your",
     ),
     _ref(
-        r"is\s+(?:that|this|it)\s+(?:right|correct|accurate|true)\??$"
+        r"is\s+(?:that|this|it|\S+)\s+(?:really\s+)?(?:right|correct|accurate|true)\b"
+        r"|i\s+(?:counted|calculated|computed|got|get)\s+(?:a\s+different|\$?\d)"
         r"|(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:wrong|incorrect|not\s+(?:right|correct))"
         r"|(?:shouldn't|should)\s+it\s+be|(?:a|the|your)\s+mistake|does(?:n't|\s+not)\s+add\s+up",
-        "right correct accurate true wrong incorrect should shouldn mistake add",
+        "right correct accurate true wrong incorrect should shouldn mistake add counted calculated computed got get",
     ),
     _ref(
         r"(?:in|at|of)\s+step\s+\d|step\s+\d+\s+(?:says|is|was|seems)"
@@ -72,7 +75,7 @@ ANSWER_REFS: tuple[Cue, ...] = (
         "answer response explanation calculation result",
     ),
     _ref(
-        r"where\s+(?:did\s+(?:the|that|this)|does\s+(?:the|that|this)\s+\S+\s+come\s+from)",
+        r"where\s+(?:did\s+(?:the|that|this)|(?:does|did)\s+(?:the|that|this|it)\s+(?:\S+\s+)?come\s+from)",
         "where",
     ),
     _ref(
@@ -82,8 +85,10 @@ ANSWER_REFS: tuple[Cue, ...] = (
         "problem question task approach method solution solve",
     ),
     _ref(
-        r"(?:more|further|additional)\s+(?:information|info|details?|examples)\b|tell\s+me\s+more|few\s+(?:more\s+)?examples\b",
-        "information info details detail examples tell few",
+        r"(?:more|further|additional)\s+(?:information|info|details?|examples)\b|tell\s+me\s+more|few\s+(?:more\s+)?examples\b"
+        r"|(?:two|three|a\s+few|some|\d)\s+more\s+(?:\w+\s+)?(?:names|examples|options|ideas|tips|versions|ways)\b"
+        r"|in\s+the\s+same\s+(?:style|way|format|tone)",
+        "information info details detail examples tell few more same",
     ),
     _ref(
         r"(?:this|that)\s+(?:\w+\s+)?(?:concept|idea|approach|method|text|passage|story|list|example|explanation|solution"

@@ -34,7 +34,9 @@ class Thresholds:
     question, and coverage of its request sentence, for a paraphrased restatement.
     `followup_a_only`: words found only in the answer that make a question about the answer.
     `dwell`: below it, the answer does not dwell on the turn's words (see `Origin`); with
-    `new_novel_low` new words that makes a new question, as does `new_novel` on its own.
+    `new_novel_low` new words that makes a new question, as does `new_novel` on its own. An answer
+    with fewer than `dwell_answer_words` topical words repeats almost nothing, so there dwell says
+    nothing and a turn whose words are `short_answer_a_only` or more answer-only is not judged by it.
     Word counts bound filler, long rambling, statements that may still dispute the answer, and
     incoherent statements.
     """
@@ -48,6 +50,8 @@ class Thresholds:
     dwell: float = 0.4
     new_novel_low: float = 0.3
     new_novel: float = 0.6
+    dwell_answer_words: int = 30
+    short_answer_a_only: float = 0.2
     filler_words: int = 8
     ramble_words: int = 40
     statement_words: int = 20
@@ -134,7 +138,8 @@ def _question(f: TurnFeatures, ctx: Context, th: Thresholds) -> tuple[str, str]:
     o = origin(f, ctx)
     if o.a_only_frac < 0.3 and cues.GENERIC_ASK.found(f.lower, f.words):
         return "new_question", "generic question that stands alone"
-    if o.dwell < th.dwell and o.novel_frac >= th.new_novel_low:
+    dwell_measurable = len(ctx.a_content) >= th.dwell_answer_words or o.a_only_frac < th.short_answer_a_only
+    if dwell_measurable and o.dwell < th.dwell and o.novel_frac >= th.new_novel_low:
         return "new_question", "asks what the answer does not discuss"
     if o.novel_frac >= th.new_novel:
         return "new_question", "mostly words from neither question nor answer"
