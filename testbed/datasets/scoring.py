@@ -57,6 +57,10 @@ def score_answer(item: DatasetItem, answer: str) -> float | None:
     return None
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+"""Where the sentence that states the answer ends (a decimal point is followed by a digit, not space)."""
+
+
 def strip_thinking(text: str) -> str:
     """Drop a reasoning block (`<think>…</think>`) so only the final reply is searched.
 
@@ -73,7 +77,9 @@ def extract_final_number(text: str) -> Decimal | None:
     """The number a GSM8K-style answer commits to.
 
     The first number after the last `####`, "answer is" or "answer:" wins, because models often
-    keep computing after stating the answer is coming; otherwise the last number in the text.
+    keep computing after stating the answer is coming; when that statement is an equation
+    ("the answer is 5 + 13 = 18") the number after its last `=` wins. Otherwise the last number
+    in the text.
     Thousands separators, `$` signs and a sentence-final period are tolerated, and `18.0`
     equals `18` because the value is compared, not the string.
 
@@ -83,6 +89,9 @@ def extract_final_number(text: str) -> Decimal | None:
     markers = list(_GSM8K_MARKER.finditer(text))
     if markers:
         tail = text[markers[-1].end() :].split("\n\n", 1)[0]
+        statement = _SENTENCE_END.split(tail, 1)[0]
+        if "=" in statement:
+            tail = statement.rsplit("=", 1)[1]
         match = _NUMBER.search(tail)
         if match:
             return _to_decimal(match, tail)

@@ -73,6 +73,9 @@ def test_gsm8k_number_extraction_details() -> None:
     assert extract_final_number("costs -$3.50 each") == Decimal("-3.50")
     assert extract_final_number("COVID-19") == Decimal("19")
     assert extract_final_number("The answer is\n\nwell, 7 then 9") == Decimal("9")
+    assert extract_final_number("The answer is 5 + 13 = 18") == Decimal("18")
+    assert extract_final_number("So the answer is 4 * 2 = 8. Next, 100 more") == Decimal("8")
+    assert extract_final_number("The answer is 3.5 hours. Also 7") == Decimal("3.5")
 
 
 def test_gsm8k_without_reference_is_unscorable() -> None:
