@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from testbed.backends.base import BackendError
@@ -75,6 +76,27 @@ def first_answer(transcript: Transcript) -> str | None:
     return next((m.content for m in transcript.messages if m.role == "assistant"), None)
 
 
+async def run_conversation(
+    context: RunContext,
+    variant_: EpisodeVariant,
+    transcript: Transcript,
+    respond_as_user: Callable[[Transcript], Awaitable[Message]],
+    after_assistant: Callable[[Message, Transcript], str | None] | None = None,
+    score: Callable[[Transcript], float | None] = lambda _: None,
+) -> None:
+    """Converse on `transcript` and hand the episode to the sink: done with its termination, or
+    error with the reason and the turns so far. Every multi-turn kind ends its episodes here."""
+    spec = context.scenario.spec
+    assistant = Assistant(context.scenario.assistant, context.backends["assistant"])
+    try:
+        termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
+    except BackendError as exc:
+        outcome = EpisodeOutcome(variant_.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
+    else:
+        outcome = EpisodeOutcome(variant_.key, transcript.messages, "done", termination, None, score(transcript), transcript.usage())
+    await emit(context.sink, outcome)
+
+
 @dataclass
 class DialogueRunner:
     """Runs every variant of one opening as a full conversation."""
@@ -88,22 +110,17 @@ class DialogueRunner:
     async def _one(self, unit: Opening, v: EpisodeVariant) -> None:
         s = self.context.scenario
         spec = s.spec
-        assistant = Assistant(s.assistant, self.context.backends["assistant"])
         prompt = fill_slots(s.user_prompt or "", {"persona": unit.persona, "goal": unit.goal, "end_marker": spec.end_marker})
         user = DialogueUser(s.user, self.context.backends["user"], v.key.user_mode, prompt if v.key.user_mode == "instructed" else None)
-        transcript = opening_transcript(s, unit.messages, unit.speaker)
 
         async def respond_as_user(t: Transcript) -> Message:
             return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
 
-        try:
-            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec))
-        except BackendError as exc:
-            await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
-            return
-        answer = first_answer(transcript)
-        score = score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
-        await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, score, transcript.usage()))
+        def score(t: Transcript) -> float | None:
+            answer = first_answer(t)
+            return score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
+
+        await run_conversation(self.context, v, opening_transcript(s, unit.messages, unit.speaker), respond_as_user, score=score)
 
 
 class DialogueKind:

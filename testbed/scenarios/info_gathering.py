@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from testbed.backends.base import BackendError
-from testbed.orchestrator import ASSISTANT_DONE, ERROR, converse
-from testbed.participants import Assistant, DialogueUser
-from testbed.scenarios.base import EpisodeVariant, RunContext, emit
-from testbed.scenarios.dialogue import limits_of, opening_transcript, plan_conversations
+from testbed.orchestrator import ASSISTANT_DONE
+from testbed.participants import DialogueUser
+from testbed.scenarios.base import EpisodeVariant, RunContext
+from testbed.scenarios.dialogue import opening_transcript, plan_conversations, run_conversation
 from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
 from testbed.specs.loader import ResolvedScenario
-from testbed.store import EpisodeOutcome
 from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
 
@@ -73,9 +71,7 @@ class InfoGatheringRunner:
 
     async def _one(self, task: InfoTask, v: EpisodeVariant) -> None:
         s, spec = self.context.scenario, self.context.scenario.spec
-        assistant = Assistant(s.assistant, self.context.backends["assistant"])
         release = FactRelease(task)
-        transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
 
         def after_assistant(message: Message, _: Transcript) -> str | None:
             if is_final_output(message):
@@ -88,12 +84,8 @@ class InfoGatheringRunner:
             user = DialogueUser(s.user, self.context.backends["user"], "instructed", prompt)
             return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
 
-        try:
-            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
-        except BackendError as exc:
-            await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage()))
-            return
-        await emit(self.context.sink, EpisodeOutcome(v.key, transcript.messages, "done", termination, None, None, transcript.usage()))
+        transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
+        await run_conversation(self.context, v, transcript, respond_as_user, after_assistant)
 
 
 class InfoGatheringKind:
