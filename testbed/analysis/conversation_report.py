@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.drift import drift_summary, run_drift, survival_curve
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
@@ -17,7 +18,7 @@ from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 from testbed.store.sqlite_store import message_from_row
 
-GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature"]
+GROUP = [c for c in CONDITIONS if c != "perturbation"]
 
 
 def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:

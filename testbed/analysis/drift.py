@@ -17,13 +17,14 @@ import math
 
 import pandas as pd
 
+from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.turns import user_turns
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 
-GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
+GROUP = CONDITIONS
 """The conditions an episode was generated under: the columns drift is compared across."""
 
 ONSET_COLUMNS = ["episode_id", "user_turns", "scored_turns", "observed_turns", "onset", "onset_turn_index", "drifted"]

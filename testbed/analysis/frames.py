@@ -8,6 +8,9 @@ import pandas as pd
 
 from testbed.store import Store
 
+CONDITIONS = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
+"""The episode columns that say under which conditions an episode was generated: what reports group by."""
+
 _SPACE = re.compile(r"\s+")
 _EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 

@@ -6,13 +6,13 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import episodes_frame
+from testbed.analysis.frames import CONDITIONS, episodes_frame
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 
-GROUP = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
+GROUP = CONDITIONS
 
 
 def _judge_columns(done: pd.DataFrame) -> dict:

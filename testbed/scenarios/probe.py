@@ -14,7 +14,7 @@ from testbed.backends.base import BackendError
 from testbed.backends.factory import served_model_name
 from testbed.datasets import DatasetItem, score_answer
 from testbed.participants import Assistant, SimulatedUser
-from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash
+from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
 from testbed.scenarios.perturbations import perturb
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
@@ -36,10 +36,11 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVari
         for perturbation in spec.perturbations:
             for temperature in spec.temperatures:
                 for sample in range(spec.samples_per_temperature):
-                    eid = stable_hash(spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
-                    key = EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
-                                     served_model_name(u.spec), mode, temperature, sample, perturbation)
-                    out.append(EpisodeVariant(key, int(eid[:8], 16)))
+                    def key(eid: str, mode=mode, perturbation=perturbation, temperature=temperature, sample=sample) -> EpisodeKey:
+                        return EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                          served_model_name(u.spec), mode, temperature, sample, perturbation)
+                    parts = (spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
+                    out.append(variant(parts, key))
     return out
 
 
