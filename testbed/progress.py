@@ -17,8 +17,8 @@ class EpisodeProgress:
         self.tokens = 0
         self._started = time.perf_counter()
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn(error_label + " {task.fields[errors]}"), TextColumn("{task.fields[rate]} tok/s"),
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+            TextColumn(error_label + " {task.fields[errors]}", markup=False), TextColumn("{task.fields[rate]} tok/s", markup=False),
             TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
         )
         self._task = self._progress.add_task(description, total=total, errors=0, rate="0")

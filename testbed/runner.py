@@ -16,12 +16,15 @@ from rich.console import Console
 
 from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
+from testbed.concurrency import gather_or_cancel
 from testbed.progress import EpisodeProgress
 from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeOutcome, Store
+from testbed.store.lease import HEARTBEAT_S
+from testbed.store.sqlite_store import StoreError
 
 
 @dataclass(frozen=True)
@@ -86,42 +89,53 @@ async def run_scenario(
     show_progress: bool = True,
     backends: Mapping[str, Backend] | None = None,
 ) -> RunSummary:
-    """Run (or resume) a probe scenario; every finished episode is committed as it finishes.
+    """Run (or resume) a scenario; every finished episode is committed as it finishes.
 
+    The run's lease is taken first, so a second process on the same run is refused before it
+    starts anything; servers the agents name by URL are checked next, so a dead one is noticed in
+    seconds, before the plan is built; managed servers start only when there is work to do.
     `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
     tests pass scripted ones here.
     """
     preflight(scenario)
-    planned = plan(scenario)
     run_id = run_id or default_run_id(scenario)
-    total = sum(len(v) for _, v in planned)
-    store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
-                    fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(), planned=total)
-    done = store.done_episode_ids(run_id)
-    pending = [(item, [v for v in variants if v.key.episode_id not in done]) for item, variants in planned]
-    pending = [(item, vs) for item, vs in pending if vs]
-    todo = sum(len(vs) for _, vs in pending)
+    store.acquire_lease(run_id)
     status = "interrupted"
     try:
-        if todo:
-            async with BackendPool() as pool:
-                chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool)
+        async with BackendPool() as pool:
+            chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool, managed=False)
+            planned = plan(scenario)
+            total = sum(len(v) for _, v in planned)
+            store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
+                            fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(),
+                            planned=total)
+            done = store.done_episode_ids(run_id)
+            pending = [(item, [v for v in variants if v.key.episode_id not in done]) for item, variants in planned]
+            pending = [(item, vs) for item, vs in pending if vs]
+            todo = sum(len(vs) for _, vs in pending)
+            if todo:
+                if not backends:
+                    chosen.update(await _backends_from_specs(scenario, pool, managed=True))
                 await _execute(scenario, store, run_id, pending, todo, chosen, console, show_progress)
         counts = _counts(store, run_id)
         status = "done" if counts["done"] == total else "incomplete"
         return RunSummary(run_id, total, total - todo, counts["done"], counts["error"], status)
-    except BackendError:
+    except (BackendError, StoreError):
         status = "failed"
         raise
     finally:
-        store.finish_run(run_id, status)
+        if store.run_exists(run_id):
+            store.finish_run(run_id, status)
+        store.release_lease(run_id)
 
 
-async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool) -> dict[str, Backend]:
-    """One backend per distinct agent spec; the same spec in both roles shares one backend."""
+async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool, *, managed: bool) -> dict[str, Backend]:
+    """Started backends for the roles whose agent is (or is not) a managed server; one per distinct spec."""
     by_spec: dict[str, Backend] = {}
     chosen = {}
     for role, agent in (("assistant", scenario.assistant), ("user", scenario.user)):
+        if agent.spec.managed != managed:
+            continue
         ident = agent.spec.model_dump_json()
         if ident not in by_spec:
             by_spec[ident] = await pool.backend_for(agent.spec)
@@ -129,22 +143,36 @@ async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool) ->
     return chosen
 
 
+async def _heartbeat(store: Store, run_id: str) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        store.heartbeat(run_id)
+
+
 async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress) -> None:
+    """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all."""
+    limit = max(scenario.assistant.spec.concurrency, 1)
     with EpisodeProgress(scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
 
         def sink(outcome: EpisodeOutcome) -> None:
             store.write_episode(run_id, outcome)
             progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
-        context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a), sink)
+        context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a),
+                             sink, asyncio.Semaphore(limit))
         runner = scenario_kind(scenario).runner(context)
-        window = asyncio.Semaphore(max(scenario.assistant.spec.concurrency, 1))
+        units = iter(pending)
 
-        async def one(unit: Any, variants: list[EpisodeVariant]) -> None:
-            async with window:
+        async def worker() -> None:
+            for unit, variants in units:
                 await runner.run(unit, variants)
 
-        await asyncio.gather(*(one(unit, vs) for unit, vs in pending))
+        heartbeat = asyncio.create_task(_heartbeat(store, run_id))
+        try:
+            await gather_or_cancel(worker() for _ in range(min(limit, len(pending))))
+        finally:
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
 
 
 def _counts(store: Store, run_id: str) -> dict[str, int]:

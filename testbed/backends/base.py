@@ -60,7 +60,17 @@ class BackendError(Exception):
 
 
 class BackendUnavailable(BackendError):
-    """The server cannot be reached or does not serve the model: the whole run stops, nothing is lost."""
+    """The server cannot be reached, does not serve the model or refuses the key: the whole run stops.
+
+    Episode runners never record it on an episode: the episode is not at fault, and the episodes
+    in flight are redone by the next run, while every finished one is already in the store.
+    """
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message` of an exception, or just the type where the message is empty (a bare TimeoutError)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @runtime_checkable

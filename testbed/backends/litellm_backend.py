@@ -8,7 +8,8 @@ import time
 from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest
-from testbed.transcript import Usage
+from testbed.backends.openai_reply import MalformedReply, parse_completion
+from testbed.redaction import redact, register_secret
 
 
 def _litellm() -> Any:
@@ -47,6 +48,7 @@ class LiteLLMBackend:
         key = os.environ.get(self.api_key_env)
         if not key:
             raise BackendUnavailable(f"environment variable {self.api_key_env} is empty: export the API key for {self.model} under that name")
+        register_secret(key)
         return key
 
     async def start(self) -> None:
@@ -73,14 +75,15 @@ class LiteLLMBackend:
             try:
                 response = await self._module.acompletion(**kwargs)
             except Exception as exc:  # litellm maps every provider error onto its own exception types
-                raise BackendError(f"{type(exc).__name__} from {self.model}: {str(exc)[:300]}") from exc
-        latency = time.perf_counter() - started
-        choice = response.choices[0]
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=choice.message.content or "", finish_reason=choice.finish_reason,
-            usage=Usage(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0, latency),
-        )
+                reason = redact(f"{type(exc).__name__} from {self.model}: {str(exc)[:300]}")
+                if type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError"):
+                    raise BackendUnavailable(f"{reason}: check the key in {self.api_key_env or 'the provider settings'}") from exc
+                raise BackendError(reason) from exc
+        body = response.model_dump() if hasattr(response, "model_dump") else response
+        try:
+            return parse_completion(body, time.perf_counter() - started, 1)
+        except MalformedReply as exc:
+            raise BackendError(f"unreadable reply from {self.model}: {exc}") from exc
 
     async def close(self) -> None:
         """Nothing to release (litellm keeps its own clients)."""

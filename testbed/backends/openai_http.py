@@ -7,6 +7,7 @@ one, so the testbed never becomes the bottleneck in front of a fast server.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -14,17 +15,26 @@ from typing import Any
 
 import aiohttp
 
-from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest
-from testbed.transcript import Usage
+from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest, describe
+from testbed.backends.openai_reply import MalformedReply, error_excerpt, parse_completion
+from testbed.backends.retry_after import retry_after_s
+from testbed.redaction import redact, register_secret
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+REJECTED_KEY = {401, 403}
+HEALTH_CACHE_S = 2.0
 
 
 class OpenAICompatibleBackend:
     """Chat completions against any server that speaks the OpenAI API (vLLM above all).
 
-    Concurrency is bounded by a semaphore; timeouts, connection errors, 429 and 5xx are retried
-    with capped exponential backoff and jitter; anything else fails the one request with a reason.
+    Concurrency is bounded by a semaphore. Timeouts, connection errors, 429, 5xx and replies the
+    testbed cannot read are retried with capped exponential backoff and jitter, honouring a
+    server's `Retry-After`; anything else fails the one request with a reason. A timeout is
+    retried `timeout_retries` times at most, and a request that fails for good on the transport
+    triggers a health check: a server that no longer answers `GET /models` stops the whole run
+    (BackendUnavailable) instead of failing every remaining episode one by one. A rejected key
+    (401/403) stops the run at once, so it is not sent again for every episode.
     The API key is read from the environment variable whose *name* the spec gives, so the key
     itself never reaches a spec, the store or a log line.
     """
@@ -43,6 +53,8 @@ class OpenAICompatibleBackend:
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 8.0,
         connect_timeout_s: float = 5.0,
+        timeout_retries: int = 1,
+        max_retry_after_s: float = 60.0,
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -54,9 +66,14 @@ class OpenAICompatibleBackend:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.connect_timeout_s = connect_timeout_s
+        self.timeout_retries = timeout_retries
+        self.max_retry_after_s = max_retry_after_s
         self._concurrency = concurrency
         self._semaphore = asyncio.Semaphore(concurrency)
         self._session: aiohttp.ClientSession | None = None
+        self._stopped: str | None = None
+        self._health_lock = asyncio.Lock()
+        self._health_checked = (-HEALTH_CACHE_S, None)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -66,6 +83,7 @@ class OpenAICompatibleBackend:
                 raise BackendUnavailable(
                     f"environment variable {self.api_key_env} is empty: export the API key for {self.base_url} under that name"
                 )
+            register_secret(key)
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -75,30 +93,55 @@ class OpenAICompatibleBackend:
             self._session = aiohttp.ClientSession(headers=self._headers(), connector=connector)
         return self._session
 
-    async def start(self) -> None:
-        """Check the server answers and serves the model; fail fast, naming the URL, if not."""
+    def _key_rejected(self, url: str, status: int) -> BackendUnavailable:
+        where = f"check the key in {self.api_key_env}" if self.api_key_env else "this server wants a key: set api_key_env in the agent spec"
+        return BackendUnavailable(f"{url} refused the API key (HTTP {status}): {where}")
+
+    async def _models(self) -> Any:
+        """GET /models within the connect timeout: the decoded body, or BackendUnavailable naming the URL."""
         session = await self._ensure_session()
         url = f"{self.base_url}/models"
         try:
             timeout = aiohttp.ClientTimeout(total=self.connect_timeout_s)
             async with session.get(url, timeout=timeout) as resp:
-                if resp.status in (401, 403):
-                    raise BackendUnavailable(f"{url} refused the API key (HTTP {resp.status}): check {self.api_key_env}")
+                if resp.status in REJECTED_KEY:
+                    raise self._key_rejected(url, resp.status)
                 if resp.status != 200:
                     raise BackendUnavailable(f"{url} answered HTTP {resp.status}: is this an OpenAI-compatible server?")
-                body = await resp.json(content_type=None)
+                return await resp.json(content_type=None)
+        except BackendUnavailable:
+            raise
         except ValueError as exc:
             raise BackendUnavailable(f"{url} answered with a body that is not JSON: is this an OpenAI-compatible server?") from exc
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise BackendUnavailable(
-                f"cannot reach {url} ({type(exc).__name__}: {exc or 'timed out'}): start the server or fix base_url"
-            ) from exc
+        except asyncio.TimeoutError as exc:
+            raise BackendUnavailable(f"{url} did not answer within {self.connect_timeout_s:g}s: is the server up (and not hung)?") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise BackendUnavailable(f"cannot reach {url} ({redact(describe(exc))}): start the server or fix base_url") from exc
+
+    async def start(self) -> None:
+        """Check the server answers and serves the model; fail fast, naming the URL, if not."""
+        body = await self._models()
         data = body.get("data") if isinstance(body, dict) else None
-        served = [m.get("id") for m in data or [] if isinstance(m, dict)]
+        served = [m.get("id") for m in data or [] if isinstance(m, dict)] if isinstance(data, list) else []
         if served and self.model not in served:
             raise BackendUnavailable(
-                f"{self.base_url} does not serve model {self.model!r}; it serves {served}: fix `model` in the agent spec"
+                f"{self.base_url} does not serve model {self.model!r}; it serves {served[:10]}: fix `model` in the agent spec"
             )
+
+    async def _check_health(self) -> None:
+        """Raise BackendUnavailable (and stop every later request) when the server no longer answers."""
+        async with self._health_lock:
+            checked_at, problem = self._health_checked
+            if time.monotonic() - checked_at >= HEALTH_CACHE_S:
+                try:
+                    await self._models()
+                    problem = None
+                except BackendUnavailable as exc:
+                    problem = exc.reason
+                self._health_checked = (time.monotonic(), problem)
+        if problem:
+            self._stopped = f"the server stopped answering during the run: {problem}"
+            raise BackendUnavailable(self._stopped)
 
     def _payload(self, request: GenerateRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -125,33 +168,52 @@ class OpenAICompatibleBackend:
 
     async def generate(self, request: GenerateRequest) -> Completion:
         """Send one chat completion; retry transient failures; raise BackendError with a reason."""
+        if self._stopped:
+            raise BackendUnavailable(self._stopped)
         payload = self._payload(request)
         session = await self._ensure_session()
         url = f"{self.base_url}/chat/completions"
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, sock_connect=self.connect_timeout_s)
-        last_reason = ""
+        last_reason, wait, timeouts, transport = "", 0.0, 0, False
         async with self._semaphore:
             for attempt in range(self.max_retries + 1):
                 if attempt:
-                    await asyncio.sleep(self._backoff(attempt - 1))
+                    await asyncio.sleep(max(wait, self._backoff(attempt - 1)))
+                if self._stopped:
+                    raise BackendUnavailable(self._stopped)
                 started = time.perf_counter()
+                wait, transport = 0.0, False
                 try:
                     async with session.post(url, json=payload, timeout=timeout) as resp:
+                        raw = await resp.read()
                         if resp.status == 200:
-                            try:
-                                body = await resp.json(content_type=None)
-                            except ValueError as exc:
-                                raise BackendError(f"malformed completion body (not JSON) from {url}") from exc
-                            return _completion(body, time.perf_counter() - started, attempt + 1)
-                        text = (await resp.text())[:300]
-                        last_reason = f"HTTP {resp.status} from {url}: {text}"
+                            return parse_completion(_json(raw), time.perf_counter() - started, attempt + 1)
+                        last_reason = f"HTTP {resp.status} from {url}: {error_excerpt(raw)}"
+                        if resp.status in REJECTED_KEY:
+                            self._stopped = self._key_rejected(url, resp.status).reason
+                            raise BackendUnavailable(self._stopped)
                         if resp.status not in RETRYABLE_STATUS:
                             raise BackendError(last_reason)
+                        wait = retry_after_s(resp.headers.get("Retry-After"))
+                        if wait > self.max_retry_after_s:
+                            raise BackendError(f"{last_reason} (the server asks to retry after {wait:g}s; run again later)", retryable=True)
                 except asyncio.TimeoutError:
-                    last_reason = f"timed out after {self.timeout_s:g}s at {url}"
-                except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:
-                    last_reason = f"{type(exc).__name__} at {url}: {exc}"
-        raise BackendError(f"{last_reason} (gave up after {self.max_retries + 1} attempts)", retryable=True)
+                    last_reason, transport = f"timed out after {self.timeout_s:g}s at {url}", True
+                    timeouts += 1
+                    await self._check_health()
+                    if timeouts > self.timeout_retries:
+                        break
+                except MalformedReply as exc:
+                    last_reason = f"unreadable reply from {url}: {exc}"
+                except (aiohttp.ClientError, OSError) as exc:
+                    last_reason, transport = f"{redact(describe(exc))} at {url}", True
+                except BackendError:
+                    raise
+                except Exception as exc:  # whatever else a strange reply makes the client raise
+                    last_reason = f"unreadable reply from {url}: {redact(describe(exc))[:200]}"
+        if transport:
+            await self._check_health()
+        raise BackendError(f"{last_reason} (gave up after {attempt + 1} attempts)", retryable=True)
 
     async def close(self) -> None:
         """Close the HTTP session."""
@@ -160,16 +222,8 @@ class OpenAICompatibleBackend:
             self._session = None
 
 
-def _completion(body: dict[str, Any], latency_s: float, attempts: int) -> Completion:
+def _json(raw: bytes) -> Any:
     try:
-        choice = body["choices"][0]
-        text = choice["message"].get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise BackendError(f"malformed completion body: {str(body)[:200]}") from exc
-    usage = body.get("usage") or {}
-    return Completion(
-        text=text,
-        finish_reason=choice.get("finish_reason"),
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), latency_s),
-        attempts=attempts,
-    )
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedReply(f"the body is not JSON ({error_excerpt(raw, 80)!r})") from exc

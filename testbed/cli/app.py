@@ -10,36 +10,19 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from testbed.backends.base import BackendError
+from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
 
+__all__ = ["StoreOpt", "app", "console", "err_console", "fail", "main", "open_store", "run_async", "say"]
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="usersim testbed: simulated users, measured.")
-console = Console()
-err_console = Console(stderr=True)
 
 StoreOpt = Annotated[Optional[Path], typer.Option("--store", help="SQLite store (default $TESTBED_STORE or .testbed/store.sqlite)")]
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one clear error and exit non-zero."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def open_store(path: Path | None):
-    """Open the store, turning a bad file into a clear error."""
-    from testbed.store import Store
-
-    try:
-        return Store(path)
-    except (StoreError, OSError) as exc:
-        fail(str(exc))
-    except Exception as exc:  # sqlite3.DatabaseError and friends
-        fail(f"cannot open store {path}: {exc}")
+KEPT = "finished episodes are kept in {path}; run the same command again to resume."
 
 
 @app.command()
@@ -62,25 +45,25 @@ def run(
         scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit)
     except (SpecError, FileNotFoundError) as exc:
         fail(str(exc))
-    db = open_store(store)
+    db = open_store(store, create=True)
     try:
-        summary = asyncio.run(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet))
+        summary = run_async(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet))
     except (SpecError, StoreError) as exc:
         fail(str(exc))
     except BackendError as exc:
-        fail(f"{exc.reason}\nEpisodes finished before this are kept in {db.path}; run the same command again to resume.")
+        fail(f"{exc.reason}\nThe run stopped; " + KEPT.format(path=db.path))
     except KeyboardInterrupt:
-        fail(f"interrupted; finished episodes are kept in {db.path}; run the same command again to resume.", 130)
-    console.print(
-        f"run [bold]{summary.run_id}[/]: {summary.done}/{summary.planned} episodes done, {summary.errors} errors, "
-        f"{summary.skipped} already finished before this invocation ({summary.status}); store {db.path}"
-    )
+        fail("interrupted; " + KEPT.format(path=db.path), 130)
+    except Terminated:
+        fail("terminated (SIGTERM); " + KEPT.format(path=db.path), 143)
+    say("run ", (summary.run_id, "bold"), f": {summary.done}/{summary.planned} episodes done, {summary.errors} errors, "
+        f"{summary.skipped} already finished before this invocation ({summary.status}); store {db.path}")
     if judge:
         from testbed.judges.runner import judge_run
         from testbed.judges.specs import load_judge
 
         labelled = asyncio.run(judge_run(db, summary.run_id, load_judge("local"), show_progress=False))
-        console.print(f"labelled {labelled.scored} new user turns with the local classifier ({labelled.identity})")
+        say(f"labelled {labelled.scored} new user turns with the local classifier ({labelled.identity})")
     if report:
         _print_report(db, summary.run_id, "table")
     if summary.status != "done":
@@ -90,7 +73,7 @@ def run(
 @app.command()
 def runs(store: StoreOpt = None) -> None:
     """List the runs in the store, newest first."""
-    db = open_store(store)
+    db = open_store(store, readonly=True)
     table = Table(title=f"runs in {db.path}")
     for col in ("run id", "scenario", "status", "done", "errors", "planned", "started", "finished"):
         table.add_column(col)
@@ -129,7 +112,7 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
         if meta["kind"] == "probe":
             _print_perturbation_effects(db, meta["run_id"], who)
         for reason, n in error_reasons(db, meta["run_id"]):
-            console.print(f"[red]{n} episode(s) failed:[/] {reason}", highlight=False)
+            say((f"{n} episode(s) failed:", "red"), " ", reason)
     else:
         sys.stdout.write(render(frame, fmt) + "\n")
 
@@ -164,7 +147,7 @@ def report(
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
-    _print_report(open_store(store), run_id, format, judge)
+    _print_report(open_store(store, readonly=True), run_id, format, judge)
 
 
 @app.command()
@@ -193,11 +176,24 @@ def prepare_model(force: Annotated[bool, typer.Option(help="convert again even i
         path = prepare_embedded_model(force=force)
     except RuntimeError as exc:
         fail(str(exc))
-    console.print(f"embedded model ready at {path}")
+    say(f"embedded model ready at {path}")
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: an unexpected error is one line (with the traceback under TESTBED_DEBUG=1)."""
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    app()
+    try:
+        app(standalone_mode=True)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        if os.environ.get("TESTBED_DEBUG"):
+            raise
+        from testbed.backends.base import describe
+
+        try:
+            fail(f"unexpected {describe(exc)}; nothing finished was lost (every episode is committed as it ends). "
+                 "Rerun with TESTBED_DEBUG=1 for the traceback and report it.", 1)
+        except typer.Exit as done:
+            raise SystemExit(done.exit_code) from None

@@ -80,7 +80,7 @@ def graph(
     from testbed.analysis.graphs import label_sequences, label_transition_graph, write_graphml
     from testbed.store.labels import labels_frame, resolve_identity
 
-    db = open_store(store)
+    db = open_store(store, readonly=True)
     try:
         run = db.run(run_id)["run_id"]
     except StoreError as exc:

@@ -6,10 +6,12 @@ with a stable id. The generic runner (testbed.runner) handles the store, resumin
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from testbed.backends.base import Backend
@@ -41,13 +43,23 @@ def variant(key_parts: tuple, make_key: Callable[[str], EpisodeKey]) -> EpisodeV
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a unit runner may use: backends by role, shared generations, and where outcomes go."""
+    """What a unit runner may use: backends by role, shared generations, and where outcomes go.
+
+    `slots` bounds the episodes in flight across the whole run (a shared generation takes one
+    too): the spec's concurrency counts episodes, not dataset items, so an interrupted run loses
+    at most that many.
+    """
 
     scenario: ResolvedScenario
     backends: dict[str, Backend]
     shared: dict[str, dict]
     save_shared: Callable[[SharedAnswer], None]
     sink: Sink
+    slots: asyncio.Semaphore | None = field(default=None, compare=False)
+
+    def slot(self) -> contextlib.AbstractAsyncContextManager:
+        """Hold one of the run's episode slots while generating (no limit when the run set none)."""
+        return self.slots if self.slots is not None else contextlib.nullcontext()
 
 
 class UnitRunner(Protocol):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
+from testbed.concurrency import gather_or_cancel
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from testbed.backends.base import BackendError
+from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
 from testbed.datasets import score_answer
 from testbed.orchestrator import ERROR, Limits, converse
@@ -89,7 +89,10 @@ async def run_conversation(
     spec = context.scenario.spec
     assistant = Assistant(context.scenario.assistant, context.backends["assistant"])
     try:
-        termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
+        async with context.slot():
+            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
+    except BackendUnavailable:
+        raise
     except BackendError as exc:
         outcome = EpisodeOutcome(variant_.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
     else:
@@ -105,7 +108,7 @@ class DialogueRunner:
 
     async def run(self, unit: Opening, variants: list[EpisodeVariant]) -> None:
         """Each variant is its own conversation; they run concurrently."""
-        await asyncio.gather(*(self._one(unit, v) for v in variants))
+        await gather_or_cancel(self._one(unit, v) for v in variants)
 
     async def _one(self, unit: Opening, v: EpisodeVariant) -> None:
         s = self.context.scenario

@@ -8,7 +8,7 @@ facts only. A user model cannot leak what it was never shown; the leak rate meas
 
 from __future__ import annotations
 
-import asyncio
+from testbed.concurrency import gather_or_cancel
 from dataclasses import dataclass, field
 
 from testbed.orchestrator import ASSISTANT_DONE
@@ -67,7 +67,7 @@ class InfoGatheringRunner:
 
     async def run(self, unit: InfoTask, variants: list[EpisodeVariant]) -> None:
         """Variants of a task run concurrently."""
-        await asyncio.gather(*(self._one(unit, v) for v in variants))
+        await gather_or_cancel(self._one(unit, v) for v in variants)
 
     async def _one(self, task: InfoTask, v: EpisodeVariant) -> None:
         s, spec = self.context.scenario, self.context.scenario.spec

@@ -6,11 +6,12 @@ finds its finished episodes and only does what is missing.
 
 from __future__ import annotations
 
-import asyncio
+from testbed.concurrency import gather_or_cancel
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from testbed.backends.base import BackendError
+from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
 from testbed.datasets import DatasetItem, score_answer
 from testbed.participants import Assistant, SimulatedUser
@@ -64,6 +65,7 @@ class ProbeItemRunner:
     shared: dict[str, dict]
     save_answer: Callable[[SharedAnswer], None]
     sink: Sink
+    slot: Callable[[], contextlib.AbstractAsyncContextManager] = contextlib.nullcontext
 
     async def _answer(self, item: DatasetItem, transcript: Transcript) -> tuple[Message, float | None]:
         aid = answer_id(self.scenario, item)
@@ -81,13 +83,16 @@ class ProbeItemRunner:
         """Generate (or reuse) the answer once, then every pending user-turn variant."""
         base = initial_transcript(self.scenario, item)
         try:
-            answer, score = await self._answer(item, base)
+            async with self.slot():
+                answer, score = await self._answer(item, base)
+        except BackendUnavailable:
+            raise
         except BackendError as exc:
             for v in variants:
                 await self._emit(EpisodeOutcome(v.key, base.messages, "error", "error", f"assistant: {exc.reason}"))
             return
         aid = answer_id(self.scenario, item)
-        await asyncio.gather(*(self._variant(item, base, answer, aid, score, v) for v in variants))
+        await gather_or_cancel(self._variant(item, base, answer, aid, score, v) for v in variants)
 
     async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: EpisodeVariant) -> None:
         transcript = Transcript(list(base.messages))
@@ -95,7 +100,10 @@ class ProbeItemRunner:
         transcript.append(replace(answer, content=shown, reused_from=aid))
         user = self.users[v.key.user_mode]
         try:
-            turn = await user.respond(transcript, temperature=v.key.temperature, max_tokens=self.scenario.spec.max_tokens, seed=v.seed)
+            async with self.slot():
+                turn = await user.respond(transcript, temperature=v.key.temperature, max_tokens=self.scenario.spec.max_tokens, seed=v.seed)
+        except BackendUnavailable:
+            raise
         except BackendError as exc:
             await self._emit(EpisodeOutcome(v.key, transcript.messages, "error", "error", f"user: {exc.reason}", score, transcript.usage()))
             return
@@ -119,4 +127,4 @@ class ProbeKind:
         s = context.scenario
         assistant = Assistant(s.assistant, context.backends["assistant"])
         users = {mode: SimulatedUser(s.user, context.backends["user"], mode, s.user_prompt) for mode in s.spec.user_modes}
-        return ProbeItemRunner(s, assistant, users, context.shared, context.save_shared, context.sink)
+        return ProbeItemRunner(s, assistant, users, context.shared, context.save_shared, context.sink, context.slot)

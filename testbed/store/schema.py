@@ -1,7 +1,7 @@
 """The SQLite schema of the store; `SCHEMA_VERSION` changes whenever a table does."""
 
-SCHEMA_VERSION = 2
-UPGRADABLE_FROM = (1,)
+SCHEMA_VERSION = 3
+UPGRADABLE_FROM = (1, 2)
 """Older versions whose tables are a subset of this one: opening them adds the new tables."""
 
 DDL = """
@@ -87,6 +87,15 @@ CREATE TABLE IF NOT EXISTS labels (
     attempts INTEGER NOT NULL DEFAULT 1,
     created_at TEXT NOT NULL,
     CHECK ((status = 'scored') = (label IS NOT NULL OR followup IS NOT NULL))
+);
+CREATE TABLE IF NOT EXISTS run_leases (
+    run_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    pid_started TEXT,
+    acquired_at REAL NOT NULL,
+    heartbeat_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);

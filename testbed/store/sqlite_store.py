@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from testbed.redaction import redact
+from testbed.store import lease
 from testbed.store.records import EpisodeOutcome, SharedAnswer
 from testbed.store.schema import DDL, SCHEMA_VERSION, UPGRADABLE_FROM
 from testbed.transcript import Message, Usage
@@ -29,24 +31,88 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    """Reads and writes runs; one connection, used from one thread (the event loop's)."""
+    """Reads and writes runs; one connection, used from one thread (the event loop's).
 
-    def __init__(self, path: Path | str | None = None):
+    `readonly=True` opens an existing store without writing anything to it (reports, listings,
+    graphs), so a store on a read-only disk or shared by a running writer can be read. A store
+    opened for reading must exist: a mistyped path is an error, never a new empty store.
+    """
+
+    def __init__(self, path: Path | str | None = None, *, readonly: bool = False):
         self.path = Path(path) if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=30)
+        self.readonly = readonly
+        self._leases: dict[str, str] = {}
+        if readonly:
+            if not self.path.is_file():
+                raise StoreError(f"no store at {self.path}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
+            self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        else:
+            if self.path.is_dir():
+                raise StoreError(f"{self.path} is a directory: --store takes the path of a SQLite file")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, timeout=30)
         self.conn.row_factory = sqlite3.Row
+        try:
+            self._check_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _check_schema(self) -> None:
+        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
+        version = int(row[0]) if row is not None else None
+        if version is not None and version != SCHEMA_VERSION and version not in UPGRADABLE_FROM:
+            raise StoreError(f"{self.path} has schema version {version}, this testbed reads {SCHEMA_VERSION}: use another --store")
+        if self.readonly:
+            if version is None:
+                raise StoreError(f"{self.path} is not a testbed store (no schema): check --store")
+            return
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
-        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
-        if row is not None and int(row[0]) != SCHEMA_VERSION and int(row[0]) not in UPGRADABLE_FROM:
-            self.conn.close()
-            raise StoreError(f"{self.path} has schema version {row[0]}, this testbed reads {SCHEMA_VERSION}: use another --store")
-        with self.conn:
-            self.conn.executescript(DDL)
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        if version != SCHEMA_VERSION:
+            with self.conn:
+                self.conn.executescript(DDL)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def acquire_lease(self, run_id: str) -> None:
+        """Become the run's one writer, or raise StoreError naming the live process that is."""
+        try:
+            self._leases[run_id] = lease.acquire(self.conn, run_id)
+        except lease.RunBusy as exc:
+            raise StoreError(str(exc)) from None
+
+    def heartbeat(self, run_id: str) -> None:
+        """Renew this process's lease on the run (StoreError if another process took it over)."""
+        token = self._leases.get(run_id)
+        if token is not None:
+            with self.conn:
+                self._renew(run_id, token)
+
+    def _renew(self, run_id: str, token: str) -> None:
+        try:
+            lease.renew(self.conn, run_id, token)
+        except lease.LeaseLost as exc:
+            self._leases.pop(run_id, None)
+            raise StoreError(str(exc)) from None
+
+    def release_lease(self, run_id: str) -> None:
+        """Give up the run's lease, if this process holds it."""
+        token = self._leases.pop(run_id, None)
+        if token is not None:
+            lease.release(self.conn, run_id, token)
+
+    def effective_status(self, run_id: str, status: str) -> str:
+        """A run stored as `running` whose writer is gone (kill -9, SIGTERM, a crash) is `interrupted`.
+
+        Only a run whose lease is still stored can be judged so: a run written without one (by the
+        Python API, or by an older testbed) keeps the status it was stored with.
+        """
+        if status != "running":
+            return status
+        current = lease.holder(self.conn, run_id)
+        return "interrupted" if current is not None and not current.alive() else "running"
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -68,6 +134,10 @@ class Store:
             self.conn.execute("UPDATE runs SET status='running', finished_at=NULL, planned_episodes=? WHERE run_id=?", (planned, run_id))
             return True
 
+    def run_exists(self, run_id: str) -> bool:
+        """Whether the run has a row (it does from `begin_run` on)."""
+        return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
+
     def finish_run(self, run_id: str, status: str) -> None:
         """Record how the run ended (`done`, `incomplete`, `interrupted`, `failed`)."""
         with self.conn:
@@ -78,23 +148,36 @@ class Store:
         rows = self.conn.execute("SELECT episode_id FROM episodes WHERE run_id=? AND status='done'", (run_id,))
         return {r[0] for r in rows}
 
-    def write_episode(self, run_id: str, outcome: EpisodeOutcome) -> None:
-        """Replace any earlier attempt of the episode with this outcome, atomically."""
+    def write_episode(self, run_id: str, outcome: EpisodeOutcome) -> bool:
+        """Store the episode's outcome atomically; False (nothing written) when it already finished.
+
+        A finished episode is never replaced: not by an error, not by a second generation. An
+        earlier errored attempt is replaced by the new outcome. When this process holds the run's
+        lease, the lease is renewed in the same transaction, so a process that lost it cannot write.
+        """
         k, u = outcome.key, outcome.usage
         with self.conn:
-            self.conn.execute("DELETE FROM messages WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
-            self.conn.execute("DELETE FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
+            token = self._leases.get(run_id)
+            if token is not None:
+                self._renew(run_id, token)
+            existing = self.conn.execute("SELECT status FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id)).fetchone()
+            if existing is not None and existing[0] == "done":
+                return False
+            if existing is not None:
+                self.conn.execute("DELETE FROM messages WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
+                self.conn.execute("DELETE FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
             self.conn.execute(
                 "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, k.episode_id, k.item_id, k.dataset, k.assistant_agent, k.assistant_model, k.user_agent,
                  k.user_model, k.user_mode, k.temperature, k.sample_index, k.perturbation, outcome.status,
-                 outcome.termination, outcome.error_reason, outcome.task_score, u.prompt_tokens,
-                 u.completion_tokens, u.latency_s, now()),
+                 outcome.termination, redact(outcome.error_reason) if outcome.error_reason else None, outcome.task_score,
+                 u.prompt_tokens, u.completion_tokens, u.latency_s, now()),
             )
             self.conn.executemany(
                 "INSERT INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, k.episode_id, *_message_row(m)) for m in outcome.messages],
             )
+        return True
 
     def write_shared_answer(self, run_id: str, answer: SharedAnswer) -> None:
         """Keep a shared generation so that resumed runs reuse it instead of regenerating."""
@@ -119,7 +202,7 @@ class Store:
                FROM runs r LEFT JOIN episodes e ON e.run_id = r.run_id
                GROUP BY r.run_id ORDER BY r.started_at DESC"""
         )
-        return [dict(r) for r in rows]
+        return [{**dict(r), "status": self.effective_status(r["run_id"], r["status"])} for r in rows]
 
     def run(self, run_id: str) -> dict[str, Any]:
         """One run's row, with spec and versions decoded; a unique prefix of the id is enough."""
@@ -131,6 +214,7 @@ class Store:
             problem = "is ambiguous" if rows else "is not in the store"
             raise StoreError(f"run {run_id!r} {problem} ({self.path}); runs: {known}")
         out = dict(rows[0])
+        out["status"] = self.effective_status(out["run_id"], out["status"])
         out["spec"] = json.loads(out.pop("spec_json"))
         out["versions"] = json.loads(out.pop("versions_json"))
         return out

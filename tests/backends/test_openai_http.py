@@ -134,14 +134,22 @@ async def test_normal_completion_parses_text_finish_reason_usage_and_latency(fak
     assert len(fake.chat_requests) == 1
 
 
-async def test_null_content_becomes_empty_text_and_missing_usage_is_zero(fake, make_backend):
-    body = ok_body()
-    body["choices"][0]["message"]["content"] = None
+async def test_empty_content_is_a_generation_and_missing_usage_is_zero(fake, make_backend):
+    body = ok_body("")
     del body["usage"]
     fake.default = ("json", 200, body)
     completion = await make_backend(fake.base_url).generate(GenerateRequest(messages=MESSAGES))
     assert completion.text == ""
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (0, 0)
+
+
+async def test_null_content_is_malformed_and_retried(fake, make_backend):
+    body = ok_body()
+    body["choices"][0]["message"]["content"] = None
+    fake.script = [("json", 200, body)]
+    completion = await make_backend(fake.base_url).generate(GenerateRequest(messages=MESSAGES))
+    assert completion.text == "4"
+    assert completion.attempts == 2
 
 
 async def test_payload_carries_model_messages_and_sampling(fake, make_backend):
@@ -234,16 +242,17 @@ async def test_timeouts_every_time_give_up_with_timeout_reason(fake, make_backen
     assert len(fake.chat_requests) == 2
 
 
-async def test_malformed_200_body_is_an_error_not_a_retry(fake, make_backend):
+async def test_malformed_200_body_is_retried_then_an_error_with_its_reason(fake, make_backend):
     fake.default = ("json", 200, {"object": "chat.completion", "choices": []})
-    with pytest.raises(BackendError, match="malformed"):
-        await make_backend(fake.base_url).generate(GenerateRequest(messages=MESSAGES))
-    assert len(fake.chat_requests) == 1
+    with pytest.raises(BackendError, match="unreadable reply .*no `choices\\[0\\]`") as info:
+        await make_backend(fake.base_url, max_retries=2).generate(GenerateRequest(messages=MESSAGES))
+    assert len(fake.chat_requests) == 3
+    assert not isinstance(info.value, BackendUnavailable)
 
 
-async def test_non_json_200_body_is_malformed_backend_error(fake, make_backend):
+async def test_non_json_200_body_is_an_unreadable_reply(fake, make_backend):
     fake.default = ("text", 200, "<html>not an api</html>")
-    with pytest.raises(BackendError, match="malformed"):
+    with pytest.raises(BackendError, match="unreadable reply.*not JSON"):
         await make_backend(fake.base_url).generate(GenerateRequest(messages=MESSAGES))
 
 

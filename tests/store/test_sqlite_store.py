@@ -124,7 +124,7 @@ def test_rewriting_an_episode_replaces_it(store):
 
 def test_failed_write_leaves_previous_attempt_intact(store):
     begin(store)
-    store.write_episode("run-abc", outcome(n=3))
+    store.write_episode("run-abc", outcome(status="error", n=3, error_reason="HTTP 500"))
     broken = EpisodeOutcome(key=key("ep-1"), status="done",
                             messages=[*messages(2, "-new"), Message(role="user", content="dup", speaker="x", turn_index=1)])
     with pytest.raises(sqlite3.IntegrityError):

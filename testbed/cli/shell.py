@@ -1,0 +1,93 @@
+"""What every command shares: consoles that print untrusted text as text, one way to fail, the store, signals.
+
+Error reasons, model names, paths and generated text come from outside the testbed: they are
+printed with markup and emoji codes off (a reason holding `[/]` or a model named `:m:` prints as
+written), and with API keys redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from testbed.redaction import redact
+from testbed.store.sqlite_store import StoreError
+
+T = TypeVar("T")
+
+console = Console(markup=False, emoji=False, highlight=False)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+class Terminated(Exception):
+    """The process was asked to stop (SIGTERM); the work in flight was cancelled and cleaned up."""
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one clear error (keys redacted, markup not interpreted) and exit non-zero."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", redact(message)), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def say(*parts: str | tuple[str, str]) -> None:
+    """Print a line of plain and (text, style) parts; nothing in it is read as markup."""
+    console.print(Text.assemble(*(p if isinstance(p, tuple) else redact(p) for p in parts)), soft_wrap=True)
+
+
+def open_store(path: Path | None, *, create: bool = False, readonly: bool = False):
+    """Open the store: `create` for `run` only; every other command needs an existing store,
+    and reading commands open it read-only, so a mistyped path never leaves an empty store behind."""
+    from testbed.store import Store
+    from testbed.store.sqlite_store import default_store_path
+
+    target = Path(path) if path is not None else default_store_path()
+    try:
+        if not create and not target.is_file():
+            raise StoreError(f"no store at {target}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
+        return Store(target, readonly=readonly)
+    except (StoreError, OSError) as exc:
+        fail(str(exc))
+    except Exception as exc:  # sqlite3.DatabaseError and friends
+        fail(f"cannot open store {target}: {exc}")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run`, with SIGTERM cancelling the work like Ctrl-C does, so cleanup runs and the
+    run is recorded as interrupted; raises Terminated after a SIGTERM."""
+
+    terminated = False
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+
+        def on_term() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_term)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        try:
+            return await coro
+        finally:
+            try:
+                loop.remove_signal_handler(signal.SIGTERM)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated() from None
+        raise KeyboardInterrupt from None
