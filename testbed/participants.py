@@ -1,15 +1,29 @@
-"""Participants: an assistant agent and a simulated user, each `respond(transcript) -> Message`."""
+"""Participants: an assistant agent and a simulated user, each `respond(transcript) -> Message`.
+
+Every message list a participant sends carries contents with its own model's control tokens
+neutralised (testbed.control_tokens), so text one model wrote cannot close a turn or forge a role
+in another model's chat template. Researcher-written text is sent as written: the system prompt
+(the only source of system messages in a transcript), the instructed prompt around
+`{conversation}` and the persona prompt. The transcript itself is never changed.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
+from testbed.control_tokens import ControlTokens
 from testbed.specs.loader import ResolvedAgent
 from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
 
 CONVERSATION_SLOT = "{conversation}"
+
+
+def shown(messages: list[dict[str, str]], tokens: ControlTokens) -> list[dict[str, str]]:
+    """New message dicts with non-system contents neutralised; system prompts are the researcher's own."""
+    return [m if m["role"] == "system" else {**m, "content": tokens.neutralise(m["content"])} for m in messages]
 
 
 @dataclass
@@ -19,10 +33,20 @@ class Assistant:
     agent: ResolvedAgent
     backend: Backend
 
+    @cached_property
+    def tokens(self) -> ControlTokens:
+        """The control tokens this assistant's model must not receive from the conversation."""
+        return ControlTokens.for_agent(self.agent.spec)
+
+    def view(self, transcript: Transcript) -> list[dict[str, str]]:
+        """The true-role conversation as sent: dataset and simulated-user text neutralised."""
+        return shown(transcript.chat(), self.tokens)
+
     async def respond(self, transcript: Transcript) -> Message:
         """Generate the assistant's next message."""
         s = self.agent.spec.sampling
-        request = GenerateRequest(transcript.chat(), temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p, seed=s.seed)
+        request = GenerateRequest(self.view(transcript), temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
+                                  seed=s.seed)
         completion = await self.backend.generate(request)
         return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
                        completion.usage, completion.finish_reason)
@@ -60,12 +84,18 @@ class SimulatedUser:
         if self.mode == "instructed" and (not self.prompt or CONVERSATION_SLOT not in self.prompt):
             raise BackendError(f"the instructed user prompt must contain {CONVERSATION_SLOT} where the conversation goes")
 
+    @cached_property
+    def tokens(self) -> ControlTokens:
+        """The control tokens this user's model must not receive from the conversation."""
+        return ControlTokens.for_agent(self.agent.spec)
+
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """The messages this user sends to its model, and whether the last one is continued."""
         if self.mode == "raw":
-            return transcript.chat() + [{"role": "user", "content": ""}], True
+            return shown(transcript.chat(), self.tokens) + [{"role": "user", "content": ""}], True
         assert self.prompt is not None
-        return [{"role": "user", "content": fill_slots(self.prompt, {"conversation": render_conversation(transcript)})}], False
+        conversation = self.tokens.neutralise(render_conversation(transcript))
+        return [{"role": "user", "content": fill_slots(self.prompt, {"conversation": conversation})}], False
 
     async def respond(self, transcript: Transcript, *, temperature: float, max_tokens: int, seed: int | None = None) -> Message:
         """Generate the user's next turn; the text is stored exactly as generated."""
@@ -107,6 +137,6 @@ class DialogueUser(SimulatedUser):
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """Raw: true roles plus an open user turn. Instructed: persona prompt plus the flipped dialogue."""
         if self.mode == "raw":
-            return transcript.chat() + [{"role": "user", "content": ""}], True
+            return shown(transcript.chat(), self.tokens) + [{"role": "user", "content": ""}], True
         assert self.prompt is not None
-        return [{"role": "system", "content": self.prompt}, *flipped_view(transcript)], False
+        return [{"role": "system", "content": self.prompt}, *shown(flipped_view(transcript), self.tokens)], False

@@ -38,6 +38,7 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("accuracy (95% CI)", "accuracy", lambda r: _rate(r.accuracy, r.accuracy_lo, r.accuracy_hi)),
     ("scored", "scored", lambda r: str(r.scored)),
     ("user words", "user_turn_words", lambda r: _num(r.user_turn_words)),
+    ("empty user turns", "empty_user_turns", lambda r: str(r.empty_user_turns)),
     ("user = question (95% CI)", "identical_to_question", lambda r: _rate(r.identical_to_question, r.identical_lo, r.identical_hi)),
     ("user turns/ep.", "user_turns_per_episode", lambda r: _num(r.user_turns_per_episode)),
     ("ended by", "user_turns_per_episode", lambda r: top_shares(r, "end_")),
@@ -76,7 +77,7 @@ def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str],
 
 
 TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
-    ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "user = question (95% CI)",
+    ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty user turns", "user = question (95% CI)",
                   "user turns/ep.", "ended by")),
     ("judge labels", ("follow-up (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
@@ -85,7 +86,7 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
 ]
 """Column groups: each becomes its own table, so a terminal of ordinary width can show them."""
 
-RIGHT = ("episodes", "errors", "scored", "user words", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
+RIGHT = ("episodes", "errors", "scored", "user words", "empty user turns", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
 
 
 def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:

@@ -51,6 +51,7 @@ def _group_row(g: pd.DataFrame) -> dict:
         "accuracy_hi": acc_hi,
         "user_turn_words": float(done.user_turn_words.mean()) if len(done) else math.nan,
         "user_turn_tokens": float(done.user_turn_tokens.mean()) if len(done) else math.nan,
+        "empty_user_turns": int(done.user_turn.fillna("").str.strip().eq("").sum()),
         "identical_to_question": same / len(done) if len(done) else math.nan,
         "identical_lo": same_lo,
         "identical_hi": same_hi,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
-from testbed.backends.base import Backend, BackendError, GenerateRequest
+from testbed.backends.base import Backend, BackendError, BackendUnavailable, GenerateRequest
+from testbed.concurrency import gather_or_cancel
+from testbed.control_tokens import GENERIC, ControlTokens
 from testbed.judges.parsing import UnparsableVerdict, parse_verdict
 from testbed.judges.prompting import render_prompt, verdict_schema
 from testbed.judges.specs import ResolvedJudge
@@ -27,6 +30,11 @@ class LLMJudge:
     judge: ResolvedJudge
     backend: Backend
 
+    @cached_property
+    def tokens(self) -> ControlTokens:
+        """The judge model's control tokens, neutralised in everything judged and in replies shown back."""
+        return ControlTokens.for_agent(self.judge.agent.spec) if self.judge.agent is not None else GENERIC
+
     @property
     def name(self) -> str:
         """The judge's name, as stored with its labels."""
@@ -41,7 +49,7 @@ class LLMJudge:
         """The verdict on one turn and the number of model calls it took."""
         spec = self.judge.spec
         assert self.judge.prompt is not None
-        messages = [{"role": "user", "content": render_prompt(self.judge.prompt, item)}]
+        messages = [{"role": "user", "content": render_prompt(self.judge.prompt, item, self.tokens)}]
         schema = verdict_schema(spec.task)
         response_format = (
             {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
@@ -56,8 +64,8 @@ class LLMJudge:
             try:
                 return parse_verdict(completion.text, spec.task), attempt + 1
             except UnparsableVerdict as exc:
-                messages = [*messages[:1], {"role": "assistant", "content": completion.text},
-                            {"role": "user", "content": REPAIR.format(problem=exc)}]
+                messages = [*messages[:1], {"role": "assistant", "content": self.tokens.neutralise(completion.text)},
+                            {"role": "user", "content": REPAIR.format(problem=self.tokens.neutralise(str(exc)))}]
         raw = "\n---\n".join(replies)
         return Verdict(None, None, f"unparsable after {len(replies)} attempts", raw), len(replies)
 
@@ -86,10 +94,12 @@ async def judge_all(
             async with gate:
                 try:
                     verdict, attempts = await llm.judge_turn(item)
+                except BackendUnavailable:
+                    raise
                 except BackendError as exc:
                     verdict, attempts = Verdict(None, None, f"judge call failed: {exc.reason}"), 0
             if on_verdict is not None:
                 on_verdict(i, verdict, attempts)
             return verdict, attempts
 
-        return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
+        return await gather_or_cancel(one(i, item) for i, item in enumerate(items))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from testbed.control_tokens import GENERIC, ControlTokens
 from testbed.judges.fence import fence
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
@@ -14,13 +15,18 @@ def label_list() -> str:
     return "\n".join(f"- `{name}`: {t.definitions[name]}" for name in t.labels)
 
 
-def render_prompt(template: str, item: JudgeInput) -> str:
-    """Fill the template's slots in one pass, so text inside a fenced slot is never re-read as a slot."""
+def render_prompt(template: str, item: JudgeInput, tokens: ControlTokens = GENERIC) -> str:
+    """Fill the template's slots in one pass, so text inside a fenced slot is never re-read as a slot.
+
+    The judged texts have the judge model's control tokens (`tokens`; the generic set unless the
+    caller knows the model) neutralised before fencing: a fence holds only at the string level, and
+    `<|im_end|>` inside it would still close the judge's message once the server applies its template.
+    """
     values = {
         "labels": label_list(),
-        "question": fence(item.question, "QUESTION"),
-        "answer": fence(item.assistant, "ANSWER"),
-        "user_turn": fence(item.user_turn, "USER_TURN"),
+        "question": fence(tokens.neutralise(item.question), "QUESTION"),
+        "answer": fence(tokens.neutralise(item.assistant), "ANSWER"),
+        "user_turn": fence(tokens.neutralise(item.user_turn), "USER_TURN"),
     }
     return fill_slots(template, values, required=("question", "answer", "user_turn"))
 

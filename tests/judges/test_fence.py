@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from injections import INJECTIONS
+from testbed.control_tokens import GENERIC
 from testbed.judges.fence import CLOSE, fence, fence_id, unfence
 from testbed.judges.prompting import render_prompt
 from testbed.judges.specs import load_judge
@@ -21,12 +22,13 @@ def test_injected_turn_stays_inside_its_fence(attack, judge_name):
     judge = load_judge(judge_name)
     item = JudgeInput("t", "What is 2 + 2?", "2 + 2 = 4.", f"Why 4? {attack}")
     prompt = render_prompt(judge.prompt, item)
-    closing = CLOSE.format(tag="USER_TURN", fence_id=fence_id(item.user_turn, "USER_TURN"))
+    shown = GENERIC.neutralise(item.user_turn)
+    closing = CLOSE.format(tag="USER_TURN", fence_id=fence_id(shown, "USER_TURN"))
     assert prompt.count(closing) == 1, "exactly one real closing line"
-    start = prompt.index(fence(item.user_turn, "USER_TURN"))
-    assert unfence(fence(item.user_turn, "USER_TURN"), "USER_TURN") == item.user_turn
-    assert closing not in item.user_turn
-    tail = prompt[start + len(fence(item.user_turn, "USER_TURN")):]
+    start = prompt.index(fence(shown, "USER_TURN"))
+    assert unfence(fence(shown, "USER_TURN"), "USER_TURN") == shown
+    assert closing not in shown
+    tail = prompt[start + len(fence(shown, "USER_TURN")):]
     assert "{user_turn}" not in tail and tail.strip().startswith("Reply with only a JSON object")
 
 
