@@ -89,9 +89,11 @@ LOW_LEVEL = ("garbage_status", "reset", "close", "hang")
 class FaultServer:
     """Serves `/v1/models` and `/v1/chat/completions`, each chat request answered as `plan` says."""
 
-    def __init__(self, plan: Callable[[Request], Fault] | None = None, *, models_fault: Fault | None = None):
+    def __init__(self, plan: Callable[[Request], Fault] | None = None, *, models_fault: Fault | None = None,
+                 model: str = MODEL):
         self.plan: Callable[[Request], Fault] = plan or (lambda r: ok())
         self.models_fault = models_fault
+        self.model = model
         self.requests: list[Request] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -160,7 +162,7 @@ class FaultServer:
 
     async def _route(self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter) -> bool:
         if method == "GET" and path.endswith("/models"):
-            fault = self.models_fault or Fault("json", body=json.dumps({"object": "list", "data": [{"id": MODEL}]}).encode())
+            fault = self.models_fault or Fault("json", body=json.dumps({"object": "list", "data": [{"id": self.model}]}).encode())
             return await self._respond(fault, writer, headers)
         body = json.loads(raw or b"{}")
         with self._lock:

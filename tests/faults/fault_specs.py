@@ -1,0 +1,34 @@
+"""Spec files that point the testbed at a fault server, and readers of what a run left in the store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from helpers import REPO, write_yaml
+
+
+def write_probe(folder: Path, base_url: str, *, model: str = "fault-model", items: int = 3, temperatures=(0.0, 1.0),
+                concurrency: int = 4, api_key_env: str | None = None, name: str = "probe-faults", **scenario) -> Path:
+    """A GSM8K probe whose assistant and user are one agent on `base_url` (instructed user, short timeouts)."""
+    agent = {"name": "fault-agent", "backend": "vllm", "model": model, "base_url": base_url, "timeout_s": 2,
+             "max_retries": 1, "concurrency": concurrency}
+    if api_key_env:
+        agent["api_key_env"] = api_key_env
+    write_yaml(folder / "fault-agent.yaml", agent)
+    (folder / "user.md").write_text((REPO / "scenarios" / "prompts" / "user-instructed.md").read_text())
+    spec = {"kind": "probe", "name": name, "dataset": "gsm8k", "items": {"limit": items}, "assistant": "fault-agent.yaml",
+            "user": "fault-agent.yaml", "user_modes": ["instructed"], "user_prompt_file": "user.md",
+            "temperatures": list(temperatures), "max_tokens": 16, **scenario}
+    return write_yaml(folder / f"{name}.yaml", spec)
+
+
+def episodes(store: Path) -> dict[str, tuple]:
+    """episode id → (status, error reason, finished_at) of every stored episode."""
+    with sqlite3.connect(store) as conn:
+        return {r[0]: tuple(r[1:]) for r in conn.execute("SELECT episode_id, status, error_reason, finished_at FROM episodes")}
+
+
+def is_user_request(text: str) -> bool:
+    """The instructed user's request shows the conversation as text; the assistant's is the bare question."""
+    return "Now you are the user" in text
