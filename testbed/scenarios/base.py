@@ -27,7 +27,7 @@ def stable_hash(*parts: object, length: int = 16) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EpisodeVariant:
     """One episode to run: its key (id and conditions) and the sampling seed derived from the id."""
 

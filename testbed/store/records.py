@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from testbed.transcript import Message, Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EpisodeKey:
     """What identifies an episode and the conditions it was generated under."""
 

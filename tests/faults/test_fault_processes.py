@@ -1,0 +1,73 @@
+"""Processes against one run: a second writer is refused, SIGTERM and kill -9 leave an interrupted run that resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from fault_server import FaultServer, ok
+from fault_specs import episodes, write_probe
+from helpers import REPO, TESTBED, run_cli, wait_for_episodes
+
+SLOW = ok("Why did you add those numbers?", delay_s=0.3)
+
+
+def start_run(spec, store) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.Popen([*TESTBED, "run", str(spec), "--store", str(store), "-q"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_process_on_the_same_run_is_refused_and_changes_nothing(tmp_path):
+    store = tmp_path / "s.sqlite"
+    with FaultServer(lambda r: SLOW) as server:
+        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
+        first = start_run(spec, store)
+        wait_for_episodes(str(store), 1, timeout_s=60)
+        snapshot = episodes(store)
+        second = run_cli("run", str(spec), "--store", str(store), "-q", timeout=60)
+        out, err = first.communicate(timeout=120)
+        requests = server.chat_count()
+    assert second.returncode == 2
+    assert f"is being written by process {first.pid} on host" in second.stderr
+    assert "Traceback" not in second.stderr + second.stdout
+    assert first.returncode == 0, out + err
+    after = episodes(store)
+    assert all(after[e] == v for e, v in snapshot.items() if v[0] == "done")
+    assert len(after) == 6 and all(v[0] == "done" for v in after.values())
+    assert requests == 3 + 6, "no request was made twice"
+
+
+def test_sigterm_records_an_interrupted_run_that_resumes(tmp_path):
+    store = tmp_path / "s.sqlite"
+    with FaultServer(lambda r: SLOW) as server:
+        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
+        run = start_run(spec, store)
+        wait_for_episodes(str(store), 1, timeout_s=60)
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 143, out + err
+        assert "terminated (SIGTERM)" in err and "Traceback" not in out + err
+        listed = run_cli("runs", "--store", str(store))
+        assert "interrupted" in listed.stdout
+        kept = episodes(store)
+        again = run_cli("run", str(spec), "--store", str(store), "-q", timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = episodes(store)
+    assert len(after) == 6 and all(after[e] == v for e, v in kept.items() if v[0] == "done")
+
+
+def test_kill_9_leaves_a_run_listed_as_interrupted_and_a_rerun_takes_over_at_once(tmp_path):
+    store = tmp_path / "s.sqlite"
+    with FaultServer(lambda r: SLOW) as server:
+        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
+        run = start_run(spec, store)
+        wait_for_episodes(str(store), 1, timeout_s=60)
+        run.kill()
+        run.communicate(timeout=30)
+        listed = run_cli("runs", "--store", str(store))
+        assert "interrupted" in listed.stdout and "running" not in listed.stdout
+        again = run_cli("run", str(spec), "--store", str(store), "-q", timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(episodes(store)) == 6
