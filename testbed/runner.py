@@ -124,7 +124,7 @@ async def run_scenario(
         status = "failed"
         raise
     finally:
-        if store.run_exists(run_id):
+        if store.holds_lease(run_id) and store.run_exists(run_id):
             store.finish_run(run_id, status)
         store.release_lease(run_id)
 

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from testbed.cli.app import StoreOpt, app, console, fail, open_store
+from testbed.cli.app import KEPT, StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
 
@@ -40,11 +41,13 @@ def judge(
     db = open_store(store)
     try:
         run = db.run(run_id)
-        summary = asyncio.run(judge_run(db, run["run_id"], resolved, console=console, show_progress=not quiet))
+        summary = run_async(judge_run(db, run["run_id"], resolved, console=console, show_progress=not quiet))
     except (StoreError, SpecError) as exc:
         fail(str(exc))
     except BackendError as exc:
         fail(f"{exc.reason}\nLabels written before this are kept; run the same command again to continue.")
+    except (KeyboardInterrupt, Terminated):
+        fail("stopped; labels written before this are kept; run the same command again to continue.", 130)
     console.print(f"judge {summary.identity}: {summary.scored} scored, {summary.unscored} unscored of {summary.turns - summary.skipped} "
                   f"turns judged now; {summary.skipped} already scored before")
 
@@ -61,7 +64,7 @@ def agree(
     from testbed.analysis.agreement import fleiss_kappa
     from testbed.analysis.annotations import binary_and_label_agreement, common_labels
 
-    db = open_store(store)
+    db = open_store(store, readonly=True)
     try:
         run = db.run(run_id)["run_id"]
         frames = common_labels(db, run, [a, b, *(more or [])])
@@ -123,6 +126,7 @@ def import_labels(
     from testbed.judges.taxonomy import taxonomy
     from testbed.judges.turns import user_turns
     from testbed.judges.verdict import Verdict
+    from testbed.specs.files import MAX_LABEL_BYTES, read_text
     from testbed.store.labels import HUMAN, JudgeIdentity, write_labels
 
     db = open_store(store)
@@ -131,8 +135,12 @@ def import_labels(
     except StoreError as exc:
         fail(str(exc))
     t, known = taxonomy(), {(x.episode_id, x.turn_index) for x in user_turns(db, run)}
+    try:
+        text = read_text(labels, what="label file", max_bytes=MAX_LABEL_BYTES)
+    except SpecError as exc:
+        fail(str(exc))
     rows = []
-    for number, line in enumerate(labels.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

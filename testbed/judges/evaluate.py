@@ -12,7 +12,8 @@ from testbed.judges.llm_judge import judge_all
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
-from testbed.specs.errors import SpecError
+from testbed.specs.errors import SpecError, cut
+from testbed.specs.files import MAX_LABEL_BYTES, read_text
 
 REQUIRED = ("question", "assistant", "user_turn", "label")
 
@@ -37,18 +38,23 @@ def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
     """Items and reference labels; a bad line is reported with its number and what is missing."""
     t = taxonomy()
     out = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(read_text(path, what="gold file", max_bytes=MAX_LABEL_BYTES).splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SpecError(f"{path}:{number}", "(line)", f"not JSON ({exc.msg})", "one JSON object per line") from None
+        except RecursionError:
+            raise SpecError(f"{path}:{number}", "(line)", "JSON nested too deeply", "one flat JSON object per line") from None
+        if not isinstance(row, dict):
+            raise SpecError(f"{path}:{number}", "(line)", "not a JSON object", "one JSON object per line")
         missing = [k for k in REQUIRED if not isinstance(row.get(k), str)]
         if missing:
             raise SpecError(f"{path}:{number}", missing[0], "missing or not a string", f"give every line {', '.join(REQUIRED)}")
         if row["label"] not in t.definitions:
-            raise SpecError(f"{path}:{number}", "label", f"unknown label {row['label']!r}", f"use one of {', '.join(t.labels)}")
+            raise SpecError(f"{path}:{number}", "label", f"unknown label {cut(row['label'])}",
+                            f"use one of {', '.join(t.labels)}")
         out.append((JudgeInput(str(row.get("id", number)), row["question"], row["assistant"], row["user_turn"]), row["label"]))
     if not out:
         raise SpecError(str(path), "(file)", "no items", "give at least one labelled line")

@@ -9,8 +9,12 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from testbed.specs.agent import Strict
-from testbed.specs.errors import SpecError, spec_error_from_validation
-from testbed.specs.loader import ResolvedAgent, load_agent, read_yaml, resolve_spec_path
+from testbed.specs.errors import SpecError, cut_text, spec_error_from_validation
+from testbed.specs.files import read_text
+from testbed.specs.loader import ResolvedAgent, load_agent, named_path, read_yaml, resolve_spec_path
+
+PROMPT_SLOTS = ("question", "answer", "user_turn")
+"""Slots every judge prompt must hold, as `render_prompt` fills them."""
 
 
 class JudgeSpec(Strict):
@@ -65,11 +69,14 @@ def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJ
     if spec.kind == "local":
         return ResolvedJudge(spec, path, None, None)
     assert spec.prompt_file is not None and spec.agent is not None
-    prompt_path = spec.prompt_file if spec.prompt_file.is_absolute() else path.parent / spec.prompt_file
-    if not prompt_path.is_file():
-        raise SpecError(path, "prompt_file", f"prompt file {prompt_path} does not exist", "create it or correct the path")
+    prompt = read_text(named_path(path, spec.prompt_file), named_by=(path, "prompt_file"), what="prompt file")
+    missing = [slot for slot in PROMPT_SLOTS if "{" + slot + "}" not in prompt]
+    if missing:
+        slot = "{" + missing[0] + "}"
+        raise SpecError(path, "prompt_file", f"prompt file {cut_text(str(spec.prompt_file), 200)} lacks the slot {slot}",
+                        f"add {slot} where it goes; a judge prompt needs {', '.join('{' + s + '}' for s in PROMPT_SLOTS)}")
     try:
         agent = load_agent(model, relative_to=None) if model is not None else load_agent(spec.agent, relative_to=path.parent)
     except FileNotFoundError as exc:
         raise SpecError(path if model is None else str(model), "agent", str(exc), "point --model at an agent spec") from None
-    return ResolvedJudge(spec, path, prompt_path.read_text(), agent)
+    return ResolvedJudge(spec, path, prompt, agent)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testbed.specs.errors import SpecError, spec_error_from_validation
+from testbed.specs.errors import spec_error_from_validation
 from testbed.specs.loader import builtin_dir, read_yaml
 
 _PUNCTUATION = str.maketrans(
@@ -118,13 +118,14 @@ def builtin_task_path() -> Path:
     return builtin_dir("scenarios") / "tasks" / "info-gathering.yaml"
 
 
-def load_task_set(path: Path | None = None) -> InfoTaskSet:
-    """Load and validate a task set (default: the built-in one), raising SpecError on a bad file."""
+def load_task_set(path: Path | None = None, *, named_by: tuple[Path, str] | None = None) -> InfoTaskSet:
+    """Load and validate a task set (default: the built-in one), raising SpecError on a bad file.
+
+    `named_by` is the scenario and field that name the file, where a missing or unreadable file is reported.
+    """
     path = Path(path) if path is not None else builtin_task_path()
-    if not path.is_file():
-        raise SpecError(path, "(file)", "the task file does not exist", "give the path of an info-gathering task YAML file")
     try:
-        return InfoTaskSet.model_validate(read_yaml(path))
+        return InfoTaskSet.model_validate(read_yaml(path, named_by=named_by, what="task file"))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, InfoTaskSet) from None
 

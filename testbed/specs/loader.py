@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from testbed.specs.agent import AgentSpec
-from testbed.specs.errors import SpecError, spec_error_from_validation
+from testbed.specs.errors import SpecError, cut, spec_error_from_validation
+from testbed.specs.files import parse_yaml, read_text
 from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
 from testbed.specs.scenario import ProbeScenarioSpec
 
@@ -36,32 +36,47 @@ def resolve_spec_path(ref: str | Path, kind: str, *, relative_to: Path | None = 
     base = builtin_dir(kind)
     candidates += [base / ref, base / ref.name, base / f"{ref.name}.yaml"]
     for candidate in candidates:
-        if candidate.is_file():
+        if _holds(candidate, Path.is_file):
             return candidate
+    given = candidates[: 2 if relative_to is not None and not ref.is_absolute() else 1]
+    folder = next((c for c in given if _holds(c, Path.is_dir)), None)
+    if folder is not None:
+        raise SpecError(folder, "(file)", f"is a directory, not a {kind[:-1]} spec file",
+                        "name a YAML file inside it, or a built-in name")
     known = sorted(p.stem for p in base.glob("*.yaml")) if base.is_dir() else []
-    raise FileNotFoundError(f"no {kind[:-1]} spec {str(ref)!r}: give a path to a YAML file or a built-in name ({', '.join(known)})")
+    raise FileNotFoundError(
+        f"no {kind[:-1]} spec {cut(str(ref))}: give a path to a YAML file or a built-in name ({', '.join(known)})"
+    )
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """Parse a YAML mapping, naming the file and line when it is malformed."""
+def _holds(path: Path, test) -> bool:
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(syntax)"
-        raise SpecError(path, where, f"not valid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax") from exc
+        return test(path)
+    except OSError:
+        return False
+
+
+def read_yaml(path: Path, *, named_by: tuple[Path, str] | None = None, what: str = "spec file") -> dict[str, Any]:
+    """Read and parse a YAML mapping safely (see `testbed.specs.files`), naming the file and line when it is bad.
+
+    `named_by` is the spec and field that name this file; read errors (missing, directory,
+    not UTF-8) are reported there, errors in the YAML itself on this file.
+    """
+    data = parse_yaml(read_text(path, named_by=named_by, what=what), path)
     if not isinstance(data, dict):
         raise SpecError(path, "(top level)", "the file is not a YAML mapping", "write `key: value` lines")
     return data
 
 
+def named_path(path: Path, value: Path) -> Path:
+    """A file named in the spec at `path`: absolute, or relative to the spec's folder."""
+    return value if value.is_absolute() else path.parent / value
+
+
 def _prompt(path: Path, field: str, value: Path | None) -> str | None:
     if value is None:
         return None
-    target = value if value.is_absolute() else path.parent / value
-    if not target.is_file():
-        raise SpecError(path, field, f"prompt file {target} does not exist", "create it or correct the path (relative to this spec)")
-    return target.read_text()
+    return read_text(named_path(path, value), named_by=(path, field), what="prompt file")
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,7 @@ def load_scenario(
     kind = data.get("kind")
     model = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
-        raise SpecError(path, "kind", f"unknown scenario kind {kind!r}", f"use one of {', '.join(SCENARIO_KINDS)}")
+        raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(SCENARIO_KINDS)}")
     selection = "tasks" if kind == "info_gathering" else "items"
     if limit is not None and isinstance(data.get(selection) or {}, dict):
         data = {**data, selection: {**(data.get(selection) or {}), "limit": limit}}
@@ -154,18 +169,27 @@ def load_scenario(
     user_prompt = _prompt(path, "user_prompt_file", spec.user_prompt_file)
     if "instructed" in spec.user_modes and user_prompt is None:
         raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt", "add user_prompt_file: prompts/user-instructed.md")
+    if isinstance(spec, ProbeScenarioSpec) and "instructed" in spec.user_modes:
+        _check_conversation_slot(path, user_prompt)
     personas = _personas(path, spec) if isinstance(spec, DialogueScenarioSpec) and spec.opening == "persona" else ()
     task_set = _task_set(path, spec) if isinstance(spec, InfoGatheringScenarioSpec) else None
     return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt, personas, task_set)
 
 
+def _check_conversation_slot(path: Path, prompt: str | None) -> None:
+    from testbed.participants import CONVERSATION_SLOT
+
+    if prompt is not None and CONVERSATION_SLOT not in prompt:
+        raise SpecError(path, "user_prompt_file", f"the instructed user prompt lacks the slot {CONVERSATION_SLOT}",
+                        f"add {CONVERSATION_SLOT} where the conversation so far should appear")
+
+
 def _personas(path: Path, spec: DialogueScenarioSpec) -> tuple[PersonaSpec, ...]:
     assert spec.personas_file is not None
-    target = spec.personas_file if spec.personas_file.is_absolute() else path.parent / spec.personas_file
-    if not target.is_file():
-        raise SpecError(path, "personas_file", f"personas file {target} does not exist", "create it or correct the path (relative to this spec)")
+    target = named_path(path, spec.personas_file)
     try:
-        return tuple(PersonaSet.model_validate(read_yaml(target)).personas)
+        data = read_yaml(target, named_by=(path, "personas_file"), what="personas file")
+        return tuple(PersonaSet.model_validate(data).personas)
     except ValidationError as exc:
         raise spec_error_from_validation(target, exc, PersonaSet) from None
 
@@ -173,15 +197,13 @@ def _personas(path: Path, spec: DialogueScenarioSpec) -> tuple[PersonaSpec, ...]
 def _task_set(path: Path, spec: InfoGatheringScenarioSpec) -> Any:
     from testbed.scenarios.info_tasks import load_task_set
 
-    target = None
     if spec.tasks_file is not None:
-        target = spec.tasks_file if spec.tasks_file.is_absolute() else path.parent / spec.tasks_file
-        if not target.is_file():
-            raise SpecError(path, "tasks_file", f"tasks file {target} does not exist", "create it or correct the path (relative to this spec)")
-    task_set = load_task_set(target)
+        task_set = load_task_set(named_path(path, spec.tasks_file), named_by=(path, "tasks_file"))
+    else:
+        task_set = load_task_set()
     if spec.domains:
         known = {t.domain for t in task_set.tasks}
         unknown = sorted(set(spec.domains) - known)
         if unknown:
-            raise SpecError(path, "domains", f"unknown domains {unknown}", f"use some of {', '.join(sorted(known))}")
+            raise SpecError(path, "domains", f"unknown domains {cut(unknown)}", f"use some of {', '.join(sorted(known))}")
     return task_set

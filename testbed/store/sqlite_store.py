@@ -97,6 +97,10 @@ class Store:
             self._leases.pop(run_id, None)
             raise StoreError(str(exc)) from None
 
+    def holds_lease(self, run_id: str) -> bool:
+        """Whether this process holds the run's lease (and so may record how the run ended)."""
+        return run_id in self._leases
+
     def release_lease(self, run_id: str) -> None:
         """Give up the run's lease, if this process holds it."""
         token = self._leases.pop(run_id, None)
