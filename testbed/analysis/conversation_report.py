@@ -29,7 +29,7 @@ def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:
 
 def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
     turns = pd.DataFrame([(t.episode_id, t.turn_index, not t.item.user_turn.strip()) for t in user_turns(store, run_id)],
-                         columns=["episode_id", "turn_index", "empty"])
+                         columns=["episode_id", "turn_index", "blank"])
     if judge is None:
         return turns.assign(status=None, label=None, followup=None)
     labels = labels_frame(store, run_id, judge)[["episode_id", "turn_index", "status", "label", "followup"]]
@@ -64,7 +64,7 @@ def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdenti
         scored = t[t.status == "scored"]
         row = {**dict(zip(GROUP, keys)), "episodes": len(g), "errors": int((g.status == "error").sum()),
                "user_turns": len(t), "user_turns_per_episode": len(t) / len(done) if len(done) else math.nan,
-               "empty_user_turns": int(t.empty.sum())}
+               "empty_user_turns": int(t.blank.sum())}
         graded = g[g.task_score.notna()]
         if len(graded):
             row.update(_rate("accuracy", int(graded.task_score.sum()), len(graded)))

@@ -58,3 +58,12 @@ def test_wilson_interval_known_values():
 def test_normalise_ignores_case_space_and_edge_punctuation():
     assert normalise("  What is 2 + 2? ") == normalise("what is 2 +  2")
     assert normalise("What is 2 + 3?") != normalise("What is 2 + 2?")
+
+
+def test_empty_user_turns_are_counted_not_dropped(store):
+    store.begin_run("r", scenario="s", kind="probe", spec={}, fingerprint="f", versions={}, git_revision=None, planned=3)
+    for i, turn in enumerate(["", "  \n", "Why four?"]):
+        store.write_episode("r", episode(i, turn))
+    report = report_frame(store, "r")
+    assert int(report.empty_user_turns.sum()) == 2
+    assert int(report.episodes.sum()) == 3 and int(report.errors.sum()) == 0

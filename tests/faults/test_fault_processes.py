@@ -19,12 +19,18 @@ def start_run(spec, store) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_a_second_process_on_the_same_run_is_refused_and_changes_nothing(tmp_path):
+def started_with_one_episode(tmp_path, server: FaultServer):
+    """A slow three-item run in another process, once its first episode is stored: (spec, store, process)."""
     store = tmp_path / "s.sqlite"
+    spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
+    process = start_run(spec, store)
+    wait_for_episodes(str(store), 1, timeout_s=60)
+    return spec, store, process
+
+
+def test_a_second_process_on_the_same_run_is_refused_and_changes_nothing(tmp_path):
     with FaultServer(lambda r: SLOW) as server:
-        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
-        first = start_run(spec, store)
-        wait_for_episodes(str(store), 1, timeout_s=60)
+        spec, store, first = started_with_one_episode(tmp_path, server)
         snapshot = episodes(store)
         second = run_cli("run", str(spec), "--store", str(store), "-q", timeout=60)
         out, err = first.communicate(timeout=120)
@@ -40,11 +46,8 @@ def test_a_second_process_on_the_same_run_is_refused_and_changes_nothing(tmp_pat
 
 
 def test_sigterm_records_an_interrupted_run_that_resumes(tmp_path):
-    store = tmp_path / "s.sqlite"
     with FaultServer(lambda r: SLOW) as server:
-        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
-        run = start_run(spec, store)
-        wait_for_episodes(str(store), 1, timeout_s=60)
+        spec, store, run = started_with_one_episode(tmp_path, server)
         run.send_signal(signal.SIGTERM)
         out, err = run.communicate(timeout=60)
         assert run.returncode == 143, out + err
@@ -59,11 +62,8 @@ def test_sigterm_records_an_interrupted_run_that_resumes(tmp_path):
 
 
 def test_kill_9_leaves_a_run_listed_as_interrupted_and_a_rerun_takes_over_at_once(tmp_path):
-    store = tmp_path / "s.sqlite"
     with FaultServer(lambda r: SLOW) as server:
-        spec = write_probe(tmp_path, server.base_url, items=3, concurrency=1)
-        run = start_run(spec, store)
-        wait_for_episodes(str(store), 1, timeout_s=60)
+        spec, store, run = started_with_one_episode(tmp_path, server)
         run.kill()
         run.communicate(timeout=30)
         listed = run_cli("runs", "--store", str(store))

@@ -123,3 +123,15 @@ async def test_persona_dialogues_open_with_the_personas_line(store):
     openings = {r[0] for r in rows(store, "SELECT content FROM messages WHERE turn_index=0")}
     assert openings == {p.opening for p in scenario.personas}
     assert {r[0] for r in rows(store, "SELECT speaker FROM messages WHERE turn_index=0")} == {p.name for p in scenario.personas}
+
+
+async def test_an_empty_user_turn_is_stored_and_counted_in_the_report(dialogue_spec, store):
+    from testbed.analysis.report import report_frame
+
+    turns = iter(["", "Why?", "", "Why?"] * 10)
+    summary = await run_scenario(dialogue_spec(max_user_turns=3), store, backends={"assistant": assistant_backend(),
+                                 "user": ScriptedBackend(lambda r: next(turns))}, show_progress=False)
+    assert (summary.done, summary.errors) == (2, 0)
+    stored = [r[0] for r in rows(store, "SELECT content FROM messages WHERE role='user' AND turn_index > 1")]
+    report = report_frame(store, summary.run_id)
+    assert int(report.empty_user_turns.sum()) == stored.count("") == 2
