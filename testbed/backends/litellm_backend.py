@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import warnings
 from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest
@@ -19,6 +20,8 @@ def _litellm() -> Any:
     except ImportError as exc:
         raise BackendUnavailable("backend `litellm` needs the litellm package: install the project with the `providers` extra") from exc
     litellm.suppress_debug_info = True
+    # An odd reply makes litellm's own models warn on every dump; the testbed reports that reply itself.
+    warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
     return litellm
 
 
@@ -79,7 +82,7 @@ class LiteLLMBackend:
                 if type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError"):
                     raise BackendUnavailable(f"{reason}: check the key in {self.api_key_env or 'the provider settings'}") from exc
                 raise BackendError(reason) from exc
-        body = response.model_dump() if hasattr(response, "model_dump") else response
+        body = response.model_dump(warnings=False) if hasattr(response, "model_dump") else response
         try:
             return parse_completion(body, time.perf_counter() - started, 1)
         except MalformedReply as exc:
