@@ -38,7 +38,7 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("accuracy (95% CI)", "accuracy", lambda r: _rate(r.accuracy, r.accuracy_lo, r.accuracy_hi)),
     ("scored", "scored", lambda r: str(r.scored)),
     ("user words", "user_turn_words", lambda r: _num(r.user_turn_words)),
-    ("empty user turns", "empty_user_turns", lambda r: str(r.empty_user_turns)),
+    ("empty turns", "empty_user_turns", lambda r: str(r.empty_user_turns)),
     ("user = question (95% CI)", "identical_to_question", lambda r: _rate(r.identical_to_question, r.identical_lo, r.identical_hi)),
     ("user turns/ep.", "user_turns_per_episode", lambda r: _num(r.user_turns_per_episode)),
     ("ended by", "user_turns_per_episode", lambda r: top_shares(r, "end_")),
@@ -58,9 +58,13 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
 """Display columns: header, the report column that must exist for it, and how to show a row."""
 
 
+ONLY_WHEN_NONZERO = ("empty_user_turns",)
+"""Columns shown only when some row has a non-zero value (they stay in CSV and JSON either way)."""
+
+
 def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The human-readable columns this report has: rates with 95 % Wilson intervals, n/a where nothing was scored."""
-    shown = [(h, f) for h, col, f in COLUMNS if col in report.columns]
+    shown = [(h, f) for h, col, f in COLUMNS if col in report.columns and not (col in ONLY_WHEN_NONZERO and not report[col].any())]
     header = ["assistant", "user", "dataset", "mode", "T", "perturbation", *(h for h, _ in shown)]
     rows = [_conditions(r) + [f(r) for _, f in shown] for _, r in report.iterrows()]
     return header, rows
@@ -77,7 +81,7 @@ def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str],
 
 
 TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
-    ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty user turns", "user = question (95% CI)",
+    ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty turns", "user = question (95% CI)",
                   "user turns/ep.", "ended by")),
     ("judge labels", ("follow-up (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
@@ -86,7 +90,7 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
 ]
 """Column groups: each becomes its own table, so a terminal of ordinary width can show them."""
 
-RIGHT = ("episodes", "errors", "scored", "user words", "empty user turns", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
+RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
 
 
 def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:

@@ -67,3 +67,14 @@ def test_empty_user_turns_are_counted_not_dropped(store):
     report = report_frame(store, "r")
     assert int(report.empty_user_turns.sum()) == 2
     assert int(report.episodes.sum()) == 3 and int(report.errors.sum()) == 0
+
+
+def test_the_empty_turns_column_shows_only_when_there_are_some(store):
+    from testbed.analysis.render import display_rows
+
+    store.begin_run("r", scenario="s", kind="probe", spec={}, fingerprint="f", versions={}, git_revision=None, planned=2)
+    store.write_episode("r", episode(0, "Why four?"))
+    assert "empty turns" not in display_rows(report_frame(store, "r"))[0]
+    store.write_episode("r", episode(1, ""))
+    header, rows = display_rows(report_frame(store, "r"))
+    assert rows[0][header.index("empty turns")] == "1"
