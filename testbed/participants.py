@@ -15,10 +15,8 @@ from functools import cached_property
 from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
 from testbed.specs.loader import ResolvedAgent
-from testbed.templates import fill_slots
+from testbed.templates import CONVERSATION_SLOT, fill_slots
 from testbed.transcript import Message, Transcript
-
-CONVERSATION_SLOT = "{conversation}"
 
 
 def shown(messages: list[dict[str, str]], tokens: ControlTokens) -> list[dict[str, str]]:

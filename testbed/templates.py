@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+CONVERSATION_SLOT = "{conversation}"
+"""Where an instructed user prompt receives the conversation so far."""
+
 
 def fill_slots(template: str, values: dict[str, str], *, required: tuple[str, ...] = ()) -> str:
     """Replace `{name}` for every name in `values`; other braces (JSON examples) stay as they are.

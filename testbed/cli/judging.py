@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from testbed.cli.app import KEPT, StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError

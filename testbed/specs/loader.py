@@ -15,6 +15,7 @@ from testbed.specs.errors import SpecError, cut, spec_error_from_validation
 from testbed.specs.files import parse_yaml, read_text
 from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
 from testbed.specs.scenario import ProbeScenarioSpec
+from testbed.templates import CONVERSATION_SLOT
 
 ScenarioSpec = ProbeScenarioSpec | DialogueScenarioSpec | InfoGatheringScenarioSpec
 SCENARIO_KINDS: dict[str, type] = {"probe": ProbeScenarioSpec, "dialogue": DialogueScenarioSpec, "info_gathering": InfoGatheringScenarioSpec}
@@ -177,8 +178,6 @@ def load_scenario(
 
 
 def _check_conversation_slot(path: Path, prompt: str | None) -> None:
-    from testbed.participants import CONVERSATION_SLOT
-
     if prompt is not None and CONVERSATION_SLOT not in prompt:
         raise SpecError(path, "user_prompt_file", f"the instructed user prompt lacks the slot {CONVERSATION_SLOT}",
                         f"add {CONVERSATION_SLOT} where the conversation so far should appear")
