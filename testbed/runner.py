@@ -92,7 +92,7 @@ async def run_scenario(
     """Run (or resume) a scenario; every finished episode is committed as it finishes.
 
     The run's lease is taken first, so a second process on the same run is refused before it
-    starts anything; servers the agents name by URL are checked next, so a dead one is noticed in
+    starts anything, and renewed until the end; servers the agents name by URL are checked next, so a dead one is noticed in
     seconds, before the plan is built; managed servers start only when there is work to do.
     `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
     tests pass scripted ones here.
@@ -100,11 +100,12 @@ async def run_scenario(
     preflight(scenario)
     run_id = run_id or default_run_id(scenario)
     store.acquire_lease(run_id)
+    heartbeat = asyncio.create_task(_heartbeat(store, run_id))
     status = "interrupted"
     try:
         async with BackendPool() as pool:
             chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool, managed=False)
-            planned = plan(scenario)
+            planned = await asyncio.to_thread(plan, scenario)
             total = sum(len(v) for _, v in planned)
             store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
                             fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(),
@@ -124,6 +125,8 @@ async def run_scenario(
         status = "failed"
         raise
     finally:
+        heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
         if store.holds_lease(run_id) and store.run_exists(run_id):
             store.finish_run(run_id, status)
         store.release_lease(run_id)
@@ -144,6 +147,7 @@ async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool, *,
 
 
 async def _heartbeat(store: Store, run_id: str) -> None:
+    """Renew the lease while the run lasts, through server start-up and planning (which runs in a thread)."""
     while True:
         await asyncio.sleep(HEARTBEAT_S)
         store.heartbeat(run_id)
@@ -167,12 +171,7 @@ async def _execute(scenario, store, run_id, pending, todo, backends, console, sh
             for unit, variants in units:
                 await runner.run(unit, variants)
 
-        heartbeat = asyncio.create_task(_heartbeat(store, run_id))
-        try:
-            await gather_or_cancel(worker() for _ in range(min(limit, len(pending))))
-        finally:
-            heartbeat.cancel()
-            await asyncio.gather(heartbeat, return_exceptions=True)
+        await gather_or_cancel(worker() for _ in range(min(limit, len(pending))))
 
 
 def _counts(store: Store, run_id: str) -> dict[str, int]:
