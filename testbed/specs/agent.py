@@ -58,7 +58,7 @@ class AgentSpec(Strict):
     system_prompt_file: Path | None = None
     sampling: SamplingSpec = SamplingSpec()
     concurrency: int = Field(16, ge=1, le=4096)
-    timeout_s: float = Field(120.0, gt=0, le=3600)
+    timeout_s: float = Field(300.0, gt=0, le=3600)
     """Seconds one request may take. A timeout is retried once; the server's health is checked at
     the first one, so a hung server stops the run within about this long plus five seconds."""
     max_retries: int = Field(4, ge=0, le=20)
