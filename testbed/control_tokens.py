@@ -92,11 +92,21 @@ class ControlTokens:
     @classmethod
     def for_agent(cls, spec: AgentSpec) -> "ControlTokens":
         """The set for the model an agent names: generic, plus its tokenizer's special tokens when on disk."""
-        folder = model_folder(spec)
-        return for_folder(str(folder) if folder is not None else None)
+        key = str(embedded_model_dir()) if spec.model in EMBEDDED_ALIASES else spec.model
+        cached = _BY_MODEL.get(key)
+        if cached is not None:
+            return cached
+        folder = model_folder(spec.model)
+        tokens = for_folder(str(folder) if folder is not None else None)
+        if folder is not None:
+            _BY_MODEL[key] = tokens
+        return tokens
 
 
 GENERIC = ControlTokens()
+_BY_MODEL: dict[str, ControlTokens] = {}
+"""Sets found on disk, by model name (the embedded model: by its folder); a model not (yet) on disk is
+looked up again next time."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -105,22 +115,22 @@ def for_folder(folder: str | None) -> ControlTokens:
     return ControlTokens(tokenizer_special_tokens(folder)) if folder is not None else GENERIC
 
 
-def model_folder(spec: AgentSpec) -> Path | None:
+def model_folder(model: str) -> Path | None:
     """The folder holding the agent's tokenizer, if it is already on disk; never downloads or converts.
 
     The embedded model counts once prepared; otherwise a local directory, or a hub id already in
     the local Hugging Face cache (a server started elsewhere serving it under that id).
     """
-    if spec.model in EMBEDDED_ALIASES:
+    if model in EMBEDDED_ALIASES:
         folder = embedded_model_dir()
         return folder if is_prepared(folder) else None
-    path = Path(spec.model).expanduser()
+    path = Path(model).expanduser()
     if path.is_dir():
         return path
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        cached = try_to_load_from_cache(spec.model, "tokenizer_config.json")
+        cached = try_to_load_from_cache(model, "tokenizer_config.json")
     except Exception:  # not a valid repo id, or no hub library: nothing on disk to read
         return None
     return Path(cached).parent if isinstance(cached, str) else None

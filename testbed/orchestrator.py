@@ -1,37 +1,59 @@
-"""The one place a multi-turn loop runs: assistant and simulated user alternate until a typed stop.
+"""What every turn loop shares: why a conversation ended, its limits, and the end marker as an event.
 
-Stopping is an event, not text: the simulated user's end marker is detected here, stripped from
-what is stored, and reported as a termination reason. Participants only produce messages.
+Stopping is an event, not text: the simulated user's end marker is detected by the framework
+running the loop (testbed.frameworks), stripped from what is stored, and reported as a
+`TerminationReason`. Participants only produce messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from testbed.transcript import Message, Transcript
 
-Respond = Callable[[Transcript], Awaitable[Message]]
 
-USER_STOP = "user_stop"
-MAX_TURNS = "max_turns"
-TOKEN_BUDGET = "token_budget"
-ASSISTANT_DONE = "assistant_done"
-ERROR = "error"
+class TerminationReason(StrEnum):
+    """Why an episode ended; stored as its string value."""
+
+    USER_STOP = "user_stop"
+    """The simulated user wrote the end marker."""
+    MAX_TURNS = "max_turns"
+    """The user-turn limit was reached (the probe's single user turn ends this way)."""
+    TOKEN_BUDGET = "token_budget"
+    """The episode's completion tokens reached the budget."""
+    ASSISTANT_DONE = "assistant_done"
+    """The assistant gave its final output (information gathering: it answered without asking)."""
+    ERROR = "error"
+    """A generation failed for good; the episode is stored as an error with its reason."""
+
+
+USER_STOP = TerminationReason.USER_STOP
+MAX_TURNS = TerminationReason.MAX_TURNS
+TOKEN_BUDGET = TerminationReason.TOKEN_BUDGET
+ASSISTANT_DONE = TerminationReason.ASSISTANT_DONE
+ERROR = TerminationReason.ERROR
 
 
 @dataclass(frozen=True)
 class Limits:
-    """When a conversation ends: user turns (the opening one included), a token budget, the end marker."""
+    """When a conversation ends.
+
+    `max_user_turns` counts user turns, the opening one included. `token_budget` caps the episode's
+    completion tokens (None: no cap). `end_marker` is what the user writes to stop (None: it
+    cannot). `reply_to_last_user_turn` lets the assistant answer the last allowed user turn
+    (dialogues); the probe ends on the user turn itself.
+    """
 
     max_user_turns: int
-    token_budget: int
-    end_marker: str
+    token_budget: int | None = None
+    end_marker: str | None = None
+    reply_to_last_user_turn: bool = True
 
 
-def strip_marker(message: Message, marker: str) -> tuple[Message, bool]:
+def strip_marker(message: Message, marker: str | None) -> tuple[Message, bool]:
     """The message without the end marker, and whether it carried one."""
-    if marker not in message.content:
+    if not marker or marker not in message.content:
         return message, False
     return replace(message, content=message.content.replace(marker, "").strip()), True
 
@@ -41,31 +63,6 @@ def user_turn_count(transcript: Transcript) -> int:
     return sum(m.role == "user" for m in transcript.messages)
 
 
-async def converse(
-    transcript: Transcript,
-    assistant: Respond,
-    user: Respond,
-    limits: Limits,
-    after_assistant: Callable[[Message, Transcript], str | None] | None = None,
-) -> str:
-    """Alternate assistant and user turns on `transcript` (which ends with a user turn); return why it ended.
-
-    A BackendError from either side propagates; the caller records it with the transcript so far.
-    """
-    while True:
-        reply, _ = strip_marker(await assistant(transcript), limits.end_marker)
-        transcript.append(reply)
-        if transcript.usage().completion_tokens >= limits.token_budget:
-            return TOKEN_BUDGET
-        if after_assistant is not None and (reason := after_assistant(reply, transcript)):
-            return reason
-        if user_turn_count(transcript) >= limits.max_user_turns:
-            return MAX_TURNS
-        turn, stopped = strip_marker(await user(transcript), limits.end_marker)
-        if stopped:
-            if turn.content:
-                transcript.append(turn)
-            return USER_STOP
-        transcript.append(turn)
-        if transcript.usage().completion_tokens >= limits.token_budget:
-            return TOKEN_BUDGET
+def over_budget(transcript: Transcript, limits: Limits) -> bool:
+    """Whether the episode's generated completion tokens reached the budget."""
+    return limits.token_budget is not None and transcript.usage().completion_tokens >= limits.token_budget

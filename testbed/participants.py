@@ -1,5 +1,9 @@
 """Participants: an assistant agent and a simulated user, each `respond(transcript) -> Message`.
 
+Sampling is bound when a participant is built (the assistant's from its agent spec, a simulated
+user's from the episode's condition: temperature, token limit, seed), so every participant has the
+same one-method interface and the turn loop (a framework, testbed.frameworks) needs nothing else.
+
 Every message list a participant sends carries contents with its own model's control tokens
 neutralised (testbed.control_tokens), so text one model wrote cannot close a turn or forge a role
 in another model's chat template. Researcher-written text is sent as written: the system prompt
@@ -9,14 +13,55 @@ in another model's chat template. Researcher-written text is sent as written: th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Protocol
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
 from testbed.specs.loader import ResolvedAgent
 from testbed.templates import CONVERSATION_SLOT, fill_slots
 from testbed.transcript import Message, Transcript
+
+
+class Participant(Protocol):
+    """Anyone who speaks in a conversation: given the transcript so far, the next message."""
+
+    async def respond(self, transcript: Transcript) -> Message:
+        """The participant's next message, with its true role and the transcript's next turn index."""
+
+
+@dataclass(frozen=True)
+class TurnSampling:
+    """How a simulated user samples its turns, fixed by the episode's conditions.
+
+    `seed_per_turn` adds the turn index to the seed, so that a user over many turns does not draw
+    the same sample at every turn (dialogues); the probe's single turn uses the seed as it is.
+    """
+
+    temperature: float
+    max_tokens: int
+    top_p: float = 1.0
+    seed: int | None = None
+    seed_per_turn: bool = False
+
+    def seed_for(self, transcript: Transcript) -> int | None:
+        """The seed of the turn that follows `transcript`."""
+        if self.seed is None or not self.seed_per_turn:
+            return self.seed
+        return self.seed + transcript.next_turn
+
+
+def user_sampling(agent: ResolvedAgent, temperature: float, max_tokens: int, seed: int | None, *,
+                  per_turn: bool = False) -> TurnSampling:
+    """An episode's sampling for the simulated user: its temperature, token limit and seed, the agent's top_p."""
+    return TurnSampling(temperature, max_tokens, agent.spec.sampling.top_p, seed, per_turn)
+
+
+def agent_sampling(agent: ResolvedAgent) -> TurnSampling:
+    """The agent spec's own sampling, for a simulated user built without an episode's conditions."""
+    s = agent.spec.sampling
+    return TurnSampling(s.temperature, s.max_tokens, s.top_p, s.seed)
 
 
 def shown(messages: list[dict[str, str]], tokens: ControlTokens) -> list[dict[str, str]]:
@@ -72,6 +117,7 @@ class SimulatedUser:
     backend: Backend
     mode: str
     prompt: str | None = None
+    sampling: TurnSampling | None = field(default=None)
 
     def __post_init__(self) -> None:
         if self.mode == "raw" and not self.backend.capabilities.continue_user_turn:
@@ -87,6 +133,14 @@ class SimulatedUser:
         """The control tokens this user's model must not receive from the conversation."""
         return ControlTokens.for_agent(self.agent.spec)
 
+    def derive(self, **changes) -> "SimulatedUser":
+        """The same user with some fields changed (an episode's sampling, a turn's prompt), checks redone,
+        control tokens carried over rather than looked up again."""
+        other = replace(self, **changes)
+        if "tokens" in self.__dict__:
+            other.__dict__["tokens"] = self.__dict__["tokens"]
+        return other
+
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """The messages this user sends to its model, and whether the last one is continued."""
         if self.mode == "raw":
@@ -95,12 +149,12 @@ class SimulatedUser:
         conversation = self.tokens.neutralise(render_conversation(transcript))
         return [{"role": "user", "content": fill_slots(self.prompt, {"conversation": conversation})}], False
 
-    async def respond(self, transcript: Transcript, *, temperature: float, max_tokens: int, seed: int | None = None) -> Message:
-        """Generate the user's next turn; the text is stored exactly as generated."""
+    async def respond(self, transcript: Transcript) -> Message:
+        """Generate the user's next turn under the bound sampling; the text is stored exactly as generated."""
         messages, continue_final = self.view(transcript)
-        top_p = self.agent.spec.sampling.top_p
-        request = GenerateRequest(messages, temperature=temperature, max_tokens=max_tokens, top_p=top_p, seed=seed,
-                                  continue_final_message=continue_final)
+        s = self.sampling or agent_sampling(self.agent)
+        request = GenerateRequest(messages, temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
+                                  seed=s.seed_for(transcript), continue_final_message=continue_final)
         completion = await self.backend.generate(request)
         sampling = {**request.sampling(), "mode": self.mode}
         return Message("user", completion.text, self.agent.spec.name, transcript.next_turn, sampling,

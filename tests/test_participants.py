@@ -6,7 +6,7 @@ import pytest
 
 from testbed.backends.base import BackendError, Capabilities
 from testbed.backends.scripted import ScriptedBackend
-from testbed.participants import SimulatedUser, render_conversation
+from testbed.participants import SimulatedUser, TurnSampling, render_conversation
 from testbed.scenarios.perturbations import EXPLICIT_QUESTION, perturb
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent
@@ -59,7 +59,7 @@ def test_modes_refused_when_impossible():
 
 async def test_user_turn_is_a_user_message_with_sampling_and_mode():
     backend = ScriptedBackend(["Why is it 4?"])
-    turn = await SimulatedUser(AGENT, backend, "raw").respond(conversation(), temperature=1.0, max_tokens=20, seed=7)
+    turn = await SimulatedUser(AGENT, backend, "raw", sampling=TurnSampling(1.0, 20, seed=7)).respond(conversation())
     assert (turn.role, turn.content, turn.turn_index) == ("user", "Why is it 4?", 3)
     assert turn.sampling == {"temperature": 1.0, "max_tokens": 20, "top_p": 1.0, "seed": 7, "mode": "raw"}
     assert backend.requests[0].continue_final_message

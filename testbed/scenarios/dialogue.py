@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from testbed.concurrency import gather_or_cancel
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
+from testbed.concurrency import gather_or_cancel
 from testbed.datasets import score_answer
-from testbed.orchestrator import ERROR, Limits, converse
-from testbed.participants import Assistant, DialogueUser
+from testbed.frameworks import framework
+from testbed.orchestrator import ERROR, Limits
+from testbed.participants import Assistant, DialogueUser, Participant, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome
@@ -80,7 +81,7 @@ async def run_conversation(
     context: RunContext,
     variant_: EpisodeVariant,
     transcript: Transcript,
-    respond_as_user: Callable[[Transcript], Awaitable[Message]],
+    user: Participant,
     after_assistant: Callable[[Message, Transcript], str | None] | None = None,
     score: Callable[[Transcript], float | None] = lambda _: None,
 ) -> None:
@@ -90,7 +91,7 @@ async def run_conversation(
     assistant = Assistant(context.scenario.assistant, context.backends["assistant"])
     try:
         async with context.slot():
-            termination = await converse(transcript, assistant.respond, respond_as_user, limits_of(spec), after_assistant)
+            termination = await framework().converse(transcript, assistant, user, limits_of(spec), after_assistant)
     except BackendUnavailable:
         raise
     except BackendError as exc:
@@ -98,6 +99,12 @@ async def run_conversation(
     else:
         outcome = EpisodeOutcome(variant_.key, transcript.messages, "done", termination, None, score(transcript), transcript.usage())
     await emit(context.sink, outcome)
+
+
+def conversation_sampling(context: RunContext, v: EpisodeVariant):
+    """The simulated user's sampling in a multi-turn episode: the variant's temperature, a seed per turn."""
+    s = context.scenario
+    return user_sampling(s.user, v.key.temperature, s.spec.max_tokens, v.seed, per_turn=True)
 
 
 @dataclass
@@ -114,16 +121,14 @@ class DialogueRunner:
         s = self.context.scenario
         spec = s.spec
         prompt = fill_slots(s.user_prompt or "", {"persona": unit.persona, "goal": unit.goal, "end_marker": spec.end_marker})
-        user = DialogueUser(s.user, self.context.backends["user"], v.key.user_mode, prompt if v.key.user_mode == "instructed" else None)
-
-        async def respond_as_user(t: Transcript) -> Message:
-            return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
+        user = DialogueUser(s.user, self.context.backends["user"], v.key.user_mode, prompt if v.key.user_mode == "instructed" else None,
+                            conversation_sampling(self.context, v))
 
         def score(t: Transcript) -> float | None:
             answer = first_answer(t)
             return score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
 
-        await run_conversation(self.context, v, opening_transcript(s, unit.messages, unit.speaker), respond_as_user, score=score)
+        await run_conversation(self.context, v, opening_transcript(s, unit.messages, unit.speaker), user, score=score)
 
 
 class DialogueKind:

@@ -8,13 +8,13 @@ facts only. A user model cannot leak what it was never shown; the leak rate meas
 
 from __future__ import annotations
 
-from testbed.concurrency import gather_or_cancel
 from dataclasses import dataclass, field
 
+from testbed.concurrency import gather_or_cancel
 from testbed.orchestrator import ASSISTANT_DONE
 from testbed.participants import DialogueUser
 from testbed.scenarios.base import EpisodeVariant, RunContext
-from testbed.scenarios.dialogue import opening_transcript, plan_conversations, run_conversation
+from testbed.scenarios.dialogue import conversation_sampling, opening_transcript, plan_conversations, run_conversation
 from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
 from testbed.specs.loader import ResolvedScenario
 from testbed.templates import fill_slots
@@ -60,6 +60,25 @@ def is_final_output(message: Message) -> bool:
 
 
 @dataclass
+class FactHoldingUser:
+    """The information-gathering user: an instructed dialogue user whose prompt holds the released facts only.
+
+    The prompt is filled anew at every turn from `release`, so a fact reaches the user's model
+    only after the assistant asked about it.
+    """
+
+    scenario: ResolvedScenario
+    user: DialogueUser
+    release: FactRelease
+
+    async def respond(self, transcript: Transcript) -> Message:
+        """The user's next turn, written with the facts released so far."""
+        s = self.scenario
+        prompt = fill_slots(s.user_prompt or "", {"released_facts": self.release.statements(), "end_marker": s.spec.end_marker})
+        return await self.user.derive(prompt=prompt).respond(transcript)
+
+
+@dataclass
 class InfoGatheringRunner:
     """Runs each variant of a task as a conversation with fact release."""
 
@@ -70,7 +89,7 @@ class InfoGatheringRunner:
         await gather_or_cancel(self._one(unit, v) for v in variants)
 
     async def _one(self, task: InfoTask, v: EpisodeVariant) -> None:
-        s, spec = self.context.scenario, self.context.scenario.spec
+        s = self.context.scenario
         release = FactRelease(task)
 
         def after_assistant(message: Message, _: Transcript) -> str | None:
@@ -79,13 +98,10 @@ class InfoGatheringRunner:
             release.observe(message)
             return None
 
-        async def respond_as_user(t: Transcript) -> Message:
-            prompt = fill_slots(s.user_prompt or "", {"released_facts": release.statements(), "end_marker": spec.end_marker})
-            user = DialogueUser(s.user, self.context.backends["user"], "instructed", prompt)
-            return await user.respond(t, temperature=v.key.temperature, max_tokens=spec.max_tokens, seed=v.seed + t.next_turn)
-
+        user = DialogueUser(s.user, self.context.backends["user"], "instructed", NOTHING_RELEASED, conversation_sampling(self.context, v))
+        user = FactHoldingUser(s, user, release)
         transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
-        await run_conversation(self.context, v, transcript, respond_as_user, after_assistant)
+        await run_conversation(self.context, v, transcript, user, after_assistant)
 
 
 class InfoGatheringKind:

@@ -1,20 +1,23 @@
 """The interaction-awareness probe: question → one assistant answer → user-turn variants.
 
 Episodes get stable ids (a hash of everything that shapes them), so a rerun of the same spec
-finds its finished episodes and only does what is missing.
+finds its finished episodes and only does what is missing. The user turn runs through the same
+framework as a dialogue's turns (testbed.frameworks), with a limit of one generated user turn.
 """
 
 from __future__ import annotations
 
-from testbed.concurrency import gather_or_cancel
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
+from testbed.concurrency import gather_or_cancel
 from testbed.datasets import DatasetItem, score_answer
-from testbed.participants import Assistant, SimulatedUser
+from testbed.frameworks import framework
+from testbed.orchestrator import ERROR, Limits, user_turn_count
+from testbed.participants import Assistant, SimulatedUser, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
 from testbed.scenarios.perturbations import perturb
 from testbed.specs.loader import ResolvedScenario
@@ -89,7 +92,7 @@ class ProbeItemRunner:
             raise
         except BackendError as exc:
             for v in variants:
-                await self._emit(EpisodeOutcome(v.key, base.messages, "error", "error", f"assistant: {exc.reason}"))
+                await self._emit(EpisodeOutcome(v.key, base.messages, "error", ERROR, f"assistant: {exc.reason}"))
             return
         aid = answer_id(self.scenario, item)
         await gather_or_cancel(self._variant(item, base, answer, aid, score, v) for v in variants)
@@ -98,17 +101,18 @@ class ProbeItemRunner:
         transcript = Transcript(list(base.messages))
         shown = perturb(answer.content, v.key.perturbation)
         transcript.append(replace(answer, content=shown, reused_from=aid))
-        user = self.users[v.key.user_mode]
+        sampling = user_sampling(self.scenario.user, v.key.temperature, self.scenario.spec.max_tokens, v.seed)
+        user = self.users[v.key.user_mode].derive(sampling=sampling)
+        limits = Limits(max_user_turns=user_turn_count(transcript) + 1, reply_to_last_user_turn=False)
         try:
             async with self.slot():
-                turn = await user.respond(transcript, temperature=v.key.temperature, max_tokens=self.scenario.spec.max_tokens, seed=v.seed)
+                termination = await framework().converse(transcript, self.assistant, user, limits)
         except BackendUnavailable:
             raise
         except BackendError as exc:
-            await self._emit(EpisodeOutcome(v.key, transcript.messages, "error", "error", f"user: {exc.reason}", score, transcript.usage()))
+            await self._emit(EpisodeOutcome(v.key, transcript.messages, "error", ERROR, f"user: {exc.reason}", score, transcript.usage()))
             return
-        transcript.append(turn)
-        await self._emit(EpisodeOutcome(v.key, transcript.messages, "done", "max_turns", None, score, transcript.usage()))
+        await self._emit(EpisodeOutcome(v.key, transcript.messages, "done", termination, None, score, transcript.usage()))
 
     async def _emit(self, outcome: EpisodeOutcome) -> None:
         await emit(self.sink, outcome)
