@@ -14,7 +14,9 @@ from testbed.judges.taxonomy import LABELS, taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 
 REPO = Path(__file__).resolve().parents[2]
-GOLD = REPO.parent / "shared" / "gold" / "dev.jsonl"
+GOLD = next((p for p in (REPO / "shared" / "gold" / "dev.jsonl", REPO.parent / "shared" / "gold" / "dev.jsonl") if p.exists()),
+            REPO.parent / "shared" / "gold" / "dev.jsonl")
+"""The gold dev set: `shared/` inside the checkout (how CI lays it out) or beside it (a developer's machine)."""
 
 QUESTION = (
     "Mia has 12 apples. She gives 4 apples to her brother and then buys 7 oranges at the market. "
