@@ -22,6 +22,7 @@ from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
+from testbed.specs.registries import KINDS
 from testbed.store import EpisodeOutcome, Store
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.sqlite_store import StoreError
@@ -60,19 +61,8 @@ def preflight(scenario: ResolvedScenario) -> None:
 
 
 def scenario_kind(scenario: ResolvedScenario) -> ScenarioKind:
-    """The kind module that plans and runs this scenario (imported when needed)."""
-    kind = scenario.spec.kind
-    if kind == "probe":
-        from testbed.scenarios.probe import ProbeKind
-
-        return ProbeKind()
-    if kind == "dialogue":
-        from testbed.scenarios.dialogue import DialogueKind
-
-        return DialogueKind()
-    from testbed.scenarios.info_gathering import InfoGatheringKind
-
-    return InfoGatheringKind()
+    """The kind that plans and runs this scenario, as registered in KINDS (imported when needed)."""
+    return KINDS.load(scenario.spec.kind)()
 
 
 def plan(scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
@@ -175,7 +165,4 @@ async def _execute(scenario, store, run_id, pending, todo, backends, console, sh
 
 
 def _counts(store: Store, run_id: str) -> dict[str, int]:
-    rows = store.conn.execute("SELECT status, COUNT(*) FROM episodes WHERE run_id=? GROUP BY status", (run_id,))
-    counts = {"done": 0, "error": 0}
-    counts.update({r[0]: r[1] for r in rows})
-    return counts
+    return store.episode_counts(run_id)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 Role = Literal["system", "user", "assistant"]
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -79,3 +81,28 @@ class Transcript:
             if m.reused_from is None:
                 total = total + m.usage
         return total
+
+
+def _role(message: Any) -> str:
+    return message.role if hasattr(message, "role") else message["role"]
+
+
+def generated_user_turns(messages: Iterable[M]) -> list[M]:
+    """The user messages the simulated user wrote: every user message after the first assistant message.
+
+    This is the testbed's one definition of a generated user turn; judges label these turns and
+    every report counts them. What comes before the first assistant message (system prompts, the
+    dataset's request, any scripted opening user turns) was written by the scenario, not by the
+    simulated user, so it is never judged as the user's behaviour. `messages` are one episode's
+    messages in turn order: `Message` objects, or anything with a `role` attribute or key (dicts,
+    sqlite rows, pandas rows); the matching ones are returned as given.
+    """
+    out: list[M] = []
+    seen_assistant = False
+    for m in messages:
+        role = _role(m)
+        if role == "assistant":
+            seen_assistant = True
+        elif role == "user" and seen_assistant:
+            out.append(m)
+    return out

@@ -3,20 +3,18 @@ and for information gathering the fact-recovery scores. Rates come with Wilson 9
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
 
-from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.drift import drift_summary, run_drift, survival_curve
+from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
-from testbed.judges.turns import user_turns
 from testbed.store import Store
-from testbed.store.labels import JudgeIdentity, labels_frame
-from testbed.store.sqlite_store import message_from_row
+from testbed.store.frames import episodes_df, turns_df
+from testbed.store.labels import JudgeIdentity
 
 GROUP = [c for c in CONDITIONS if c != "perturbation"]
 
@@ -28,24 +26,24 @@ def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:
 
 
 def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    turns = pd.DataFrame([(t.episode_id, t.turn_index, not t.item.user_turn.strip()) for t in user_turns(store, run_id)],
-                         columns=["episode_id", "turn_index", "blank"])
+    """The finished episodes' generated user turns: whether each is blank, and the judge's verdict (None without one)."""
+    frame = turns_df(store, run_id, judge, exact=True)
+    frame = frame[frame.status == "done"]
+    turns = pd.DataFrame({"episode_id": frame.episode_id, "turn_index": frame.turn_index,
+                          "blank": [not text.strip() for text in frame.user_turn]})
     if judge is None:
         return turns.assign(status=None, label=None, followup=None)
-    labels = labels_frame(store, run_id, judge)[["episode_id", "turn_index", "status", "label", "followup"]]
-    return turns.merge(labels, on=["episode_id", "turn_index"], how="left")
+    return turns.assign(status=frame.judge_status, label=frame.judge_label, followup=frame.judge_followup)
 
 
 def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFrame:
     from testbed.scenarios.info_tasks import InfoTaskSet
 
-    spec = json.loads(store.conn.execute("SELECT spec_json FROM runs WHERE run_id=?", (run_id,)).fetchone()[0])
+    spec = store.run(run_id).spec
     tasks = {t.id: t for t in InfoTaskSet.model_validate(spec["tasks"]).tasks}
     rows = []
     for e in episodes[episodes.status == "done"].itertuples():
-        msgs = [message_from_row(r) for r in store.conn.execute(
-            "SELECT * FROM messages WHERE run_id=? AND episode_id=? ORDER BY turn_index", (run_id, e.episode_id))]
-        scores = score_info_episode(msgs, tasks[e.item_id], e.termination)
+        scores = score_info_episode(store.messages(run_id, e.episode_id), tasks[e.item_id], e.termination)
         scores["leaky_turns"] = len({turn for turn, _ in scores.pop("leaks")})
         rows.append({"episode_id": e.episode_id, **{k: v for k, v in scores.items() if not isinstance(v, (dict, list))}})
     return pd.DataFrame(rows)
@@ -53,7 +51,7 @@ def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFr
 
 def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None) -> pd.DataFrame:
     """One row per condition group of a dialogue or information-gathering run."""
-    episodes = pd.read_sql_query("SELECT * FROM episodes WHERE run_id=?", store.conn, params=(run_id,))
+    episodes = episodes_df(store, run_id, exact=True)
     turns = _turn_labels(store, run_id, judge).merge(episodes[["episode_id", *GROUP]], on="episode_id")
     drift = run_drift(store, run_id, judge) if judge is not None else None
     info = _info_scores(store, run_id, episodes) if kind == "info_gathering" else None

@@ -20,8 +20,8 @@ import pandas as pd
 from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
-from testbed.judges.turns import user_turns
 from testbed.store import Store
+from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity, labels_frame
 
 GROUP = CONDITIONS
@@ -142,9 +142,8 @@ def summary_line(summary: dict) -> str:
 
 
 def turns_frame(store: Store, run_id: str) -> pd.DataFrame:
-    """The run's generated user turns (episode_id, turn_index), as `user_turns` defines them."""
-    return pd.DataFrame([(t.episode_id, t.turn_index) for t in user_turns(store, run_id)],
-                        columns=["episode_id", "turn_index"])
+    """The generated user turns (episode_id, turn_index) of the run's finished episodes, as `Store.turns` gives them."""
+    return pd.DataFrame([(t.episode_id, t.turn_index) for t in store.turns(run_id)], columns=["episode_id", "turn_index"])
 
 
 def run_drift(store: Store, run_id: str, identity: JudgeIdentity) -> pd.DataFrame:
@@ -157,5 +156,5 @@ def run_drift(store: Store, run_id: str, identity: JudgeIdentity) -> pd.DataFram
 
 def episode_conditions(store: Store, run_id: str) -> pd.DataFrame:
     """Every episode of the run (errored ones too) with the `GROUP` conditions it ran under."""
-    return pd.read_sql_query(f"SELECT episode_id, {', '.join(GROUP)} FROM episodes WHERE run_id=? ORDER BY episode_id",
-                             store.conn, params=(run_id,))
+    episodes = episodes_df(store, run_id, exact=True)[["episode_id", *GROUP]]
+    return episodes.sort_values("episode_id", ignore_index=True)

@@ -7,9 +7,10 @@ import re
 import pandas as pd
 
 from testbed.store import Store
+from testbed.store.frames import episodes_df, messages_df
+from testbed.store.records import CONDITIONS
 
-CONDITIONS = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
-"""The episode columns that say under which conditions an episode was generated: what reports group by."""
+__all__ = ["CONDITIONS", "episodes_frame", "normalise"]
 
 _SPACE = re.compile(r"\s+")
 _EDGE = re.compile(r"^[\W_]+|[\W_]+$")
@@ -21,17 +22,18 @@ def normalise(text: str) -> str:
 
 
 def episodes_frame(store: Store, run_id: str) -> pd.DataFrame:
-    """One row per episode: conditions, status, score, the question and the final user turn."""
-    episodes = pd.read_sql_query("SELECT * FROM episodes WHERE run_id=?", store.conn, params=(run_id,))
-    messages = pd.read_sql_query(
-        "SELECT episode_id, turn_index, role, content, completion_tokens FROM messages WHERE run_id=? ORDER BY episode_id, turn_index",
-        store.conn, params=(run_id,),
-    )
+    """One row per episode: conditions, status, score, the question and the final user turn.
+
+    The final user turn is the last generated user turn after the episode's last assistant
+    message: in a probe, the one turn the simulated user wrote in reply to the answer.
+    """
+    episodes = episodes_df(store, run_id, exact=True)
+    messages = messages_df(store, run_id, exact=True)[["episode_id", "turn_index", "role", "content", "completion_tokens", "generated_user_turn"]]
     users = messages[messages.role == "user"]
     question = users.groupby("episode_id").content.first().rename("question")
     assistant_turns = messages[messages.role == "assistant"]
     last_assistant = assistant_turns.groupby("episode_id").turn_index.max().rename("last_assistant_turn")
-    later = users.merge(last_assistant, on="episode_id")
+    later = messages[messages.generated_user_turn].merge(last_assistant, on="episode_id")
     later = later[later.turn_index > later.last_assistant_turn]
     final_user = later.groupby("episode_id").agg(
         user_turn=("content", "last"), user_turn_tokens=("completion_tokens", "last"), user_turn_index=("turn_index", "last")

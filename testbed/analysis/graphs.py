@@ -15,6 +15,7 @@ import pandas as pd
 
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
+from testbed.transcript import generated_user_turns
 
 SOURCE_THRESHOLD = 0.5
 """Least similarity for a source edge: at least half of the user turn is copied from the target."""
@@ -62,17 +63,6 @@ def similarity(turn: str, earlier: str) -> tuple[float, float]:
     return max(containment, ratio), ratio
 
 
-def generated_user_turns(messages: list[dict]) -> list[int]:
-    """Turn indices of the user messages after the first assistant message (the simulated user's)."""
-    seen_assistant, out = False, []
-    for m in messages:
-        if m["role"] == "assistant":
-            seen_assistant = True
-        elif m["role"] == "user" and seen_assistant:
-            out.append(int(m["turn_index"]))
-    return out
-
-
 def _excerpt(text: str) -> str:
     return _NOT_XML.sub("", " ".join(text.split()))[:EXCERPT_CHARS]
 
@@ -91,7 +81,7 @@ def episode_graph(messages: list[dict], labels: dict[int, str], threshold: float
     first appeared). Reply edges have kind "reply" and weight 1.0.
     """
     drift_labels = taxonomy().drift_labels
-    generated = generated_user_turns(messages)
+    generated = [int(m["turn_index"]) for m in generated_user_turns(messages)]
     ordinal = {t: k for k, t in enumerate(generated, 1)}
     graph = nx.DiGraph(kind="episode")
     onset_seen = False
@@ -182,12 +172,9 @@ def read_graphml(path: Path | str) -> nx.DiGraph:
 
 
 def episode_messages(store: Store, run_id: str, episode_id: str) -> list[dict]:
-    """An episode's messages as the dicts `episode_graph` reads, in turn order."""
-    rows = store.conn.execute(
-        "SELECT turn_index, role, speaker, content FROM messages WHERE run_id=? AND episode_id=? ORDER BY turn_index",
-        (run_id, episode_id),
-    )
-    return [dict(r) for r in rows]
+    """An episode's messages as the dicts `episode_graph` reads (and GraphML tools keep), in turn order."""
+    return [{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
+            for m in store.messages(run_id, episode_id)]
 
 
 def label_sequences(labels: pd.DataFrame, turns: pd.DataFrame, unscored: str = "unscored") -> list[list[str]]:

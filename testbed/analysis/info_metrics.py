@@ -13,7 +13,7 @@ from typing import Any
 from testbed.orchestrator import ASSISTANT_DONE
 from testbed.scenarios.info_gathering import FactRelease, is_final_output
 from testbed.scenarios.info_tasks import InfoTask, count_questions, mentioned_facts
-from testbed.transcript import Message
+from testbed.transcript import Message, generated_user_turns
 
 
 def score_info_episode(messages: list[Message], task: InfoTask, termination: str | None) -> dict[str, Any]:
@@ -24,16 +24,13 @@ def score_info_episode(messages: list[Message], task: InfoTask, termination: str
     leaks: list[tuple[int, str]] = []
     questions = 0
     assistant_turns = [m for m in messages if m.role == "assistant"]
-    generated_user_turns = 0
-    seen_assistant = False
+    generated = {m.turn_index for m in generated_user_turns(messages)}
     for m in messages:
         if m.role == "assistant":
-            seen_assistant = True
             if not is_final_output(m):
                 questions += count_questions(m.content)
                 release.observe(m)
-        elif m.role == "user" and seen_assistant:
-            generated_user_turns += 1
+        elif m.turn_index in generated:
             for fact_id in sorted(mentioned_facts(m.content, task)):
                 if fact_id in release.released_at:
                     recovered.setdefault(fact_id, m.turn_index)
@@ -51,7 +48,7 @@ def score_info_episode(messages: list[Message], task: InfoTask, termination: str
         "final_output_facts": sorted(in_final),
         "answered": termination == ASSISTANT_DONE,
         "premature_answer": bool(assistant_turns) and is_final_output(assistant_turns[0]),
-        "user_turns": generated_user_turns,
+        "user_turns": len(generated),
         "leaked_facts": len(leaks),
         "leaks": leaks,
     }

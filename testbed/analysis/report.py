@@ -9,6 +9,7 @@ import pandas as pd
 from testbed.analysis.frames import CONDITIONS, episodes_frame
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
+from testbed.specs.registries import KINDS
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 
@@ -61,13 +62,19 @@ def _group_row(g: pd.DataFrame) -> dict:
 
 def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
     """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
-    and `errors`, `unscored` and `unjudged` say how many were excluded. Dialogue and
-    information-gathering runs get their own columns (testbed.analysis.conversation_report)."""
-    kind = store.conn.execute("SELECT kind FROM runs WHERE run_id=?", (run_id,)).fetchone()
-    if kind is not None and kind[0] != "probe":
-        from testbed.analysis.conversation_report import conversation_report
+    and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
+    in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run id not
+    in the store gives the probe's empty frame."""
+    run = store.find_run(run_id)
+    name = run.kind if run is not None else "probe"
+    return KINDS.get(name).resolve("report")(store, run_id, name, judge)
 
-        return conversation_report(store, run_id, kind[0], judge)
+
+def probe_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """The probe's report (its `report` in KINDS): one row per condition group, perturbation included.
+
+    `kind` is part of every kind's report signature, for report functions shared by several kinds.
+    """
     frame = episodes_frame(store, run_id)
     if judge is not None:
         labels = labels_frame(store, run_id, judge).rename(columns={
@@ -78,12 +85,3 @@ def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) 
         return pd.DataFrame(columns=GROUP + list(_group_row(frame).keys()))
     rows = [{**dict(zip(GROUP, keys)), **_group_row(g)} for keys, g in frame.groupby(GROUP, sort=True, dropna=False)]
     return pd.DataFrame(rows)
-
-
-def error_reasons(store: Store, run_id: str, limit: int = 5) -> list[tuple[str, int]]:
-    """The most frequent error reasons of a run, so a report never hides why episodes failed."""
-    rows = store.conn.execute(
-        "SELECT error_reason, COUNT(*) FROM episodes WHERE run_id=? AND status='error' GROUP BY error_reason ORDER BY 2 DESC LIMIT ?",
-        (run_id, limit),
-    )
-    return [(r[0], r[1]) for r in rows]

@@ -11,8 +11,10 @@ from testbed.backends.base import Backend, Capabilities
 from testbed.backends.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, prepare_embedded_model
 from testbed.backends.openai_http import OpenAICompatibleBackend
 from testbed.specs.agent import AgentSpec
+from testbed.specs.registries import BACKENDS
 
 VLLM_CAPABILITIES = Capabilities(continue_user_turn=True, structured_output=True)
+"""What a vLLM server can do, for code that builds an OpenAI-compatible backend on one directly."""
 
 
 def served_model_name(spec: AgentSpec) -> str:
@@ -21,13 +23,16 @@ def served_model_name(spec: AgentSpec) -> str:
 
 
 def capabilities_of(spec: AgentSpec) -> Capabilities:
-    """What the agent's backend can do, known without contacting it."""
-    if spec.backend in ("vllm", "scripted"):
-        return VLLM_CAPABILITIES
-    if spec.backend == "litellm":
-        return Capabilities(continue_user_turn=False, structured_output=spec.capabilities.structured_output if spec.capabilities else True)
-    declared = spec.capabilities
-    return Capabilities(**declared.model_dump()) if declared else Capabilities()
+    """What the agent's backend can do, known without contacting it.
+
+    The backend's declared capabilities, with those it lets a spec declare (an OpenAI-compatible
+    server's, litellm's structured output) taken from the spec's `capabilities:` block when given.
+    """
+    entry = BACKENDS.get(spec.backend)
+    values = dict(entry.meta.get("capabilities", {}))
+    if spec.capabilities is not None:
+        values.update({name: getattr(spec.capabilities, name) for name in entry.meta.get("declarable", ())})
+    return Capabilities(**values)
 
 
 def managed_model_problem(spec: AgentSpec) -> str | None:
@@ -65,32 +70,14 @@ class BackendPool:
         self._backends: list[Backend] = []
 
     async def backend_for(self, spec: AgentSpec) -> Backend:
-        """A started backend for the agent; starts a managed vLLM server on first need."""
-        if spec.backend == "scripted":
-            from testbed.backends.scripted import ScriptedBackend
-
-            outputs = list(spec.outputs or [""])
-            counter = iter(range(1 << 62))
-            backend: Backend = ScriptedBackend(lambda _: outputs[next(counter) % len(outputs)], name=spec.name, model=spec.model)
-        elif spec.backend == "litellm":
-            from testbed.backends.litellm_backend import LiteLLMBackend
-
-            declared = spec.capabilities
-            backend = LiteLLMBackend(model=spec.model, name=spec.name, api_key_env=spec.api_key_env, base_url=spec.base_url,
-                                     concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
-                                     structured_output=declared.structured_output if declared else True)
-        else:
-            base_url = spec.base_url or await self._managed_url(spec)
-            backend = OpenAICompatibleBackend(
-                base_url=base_url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
-                capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-                max_retries=spec.max_retries,
-            )
+        """A started backend for the agent, built by its registered builder; a managed server starts on first need."""
+        backend: Backend = await BACKENDS.load(spec.backend)(spec, self)
         self._backends.append(backend)
         await backend.start()
         return backend
 
-    async def _managed_url(self, spec: AgentSpec) -> str:
+    async def managed_url(self, spec: AgentSpec) -> str:
+        """The URL of the vLLM server this pool runs for the agent's model and server settings, started once."""
         from testbed.backends.vllm_server import VLLMServer
 
         key = (spec.model, spec.server.model_dump_json())
@@ -123,3 +110,31 @@ class BackendPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def build_openai_compatible(spec: AgentSpec, pool: BackendPool) -> Backend:
+    """vLLM or any OpenAI-compatible server: the spec's `base_url`, or a server the pool starts."""
+    base_url = spec.base_url or await pool.managed_url(spec)
+    return OpenAICompatibleBackend(
+        base_url=base_url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
+        capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+    )
+
+
+async def build_litellm(spec: AgentSpec, pool: BackendPool) -> Backend:
+    """A provider through litellm, imported only here so the package stays optional."""
+    from testbed.backends.litellm_backend import LiteLLMBackend
+
+    return LiteLLMBackend(model=spec.model, name=spec.name, api_key_env=spec.api_key_env, base_url=spec.base_url,
+                          concurrency=spec.concurrency, timeout_s=spec.timeout_s, max_retries=spec.max_retries,
+                          structured_output=capabilities_of(spec).structured_output)
+
+
+async def build_scripted(spec: AgentSpec, pool: BackendPool) -> Backend:
+    """The test double replaying the spec's `outputs` in a cycle (an empty reply when none are given)."""
+    from testbed.backends.scripted import ScriptedBackend
+
+    outputs = list(spec.outputs or [""])
+    counter = iter(range(1 << 62))
+    return ScriptedBackend(lambda _: outputs[next(counter) % len(outputs)], name=spec.name, model=spec.model)

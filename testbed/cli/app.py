@@ -97,7 +97,8 @@ def _report_judge(db, run_id: str, selector: str | None):
 
 def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
     from testbed.analysis.render import as_rich_tables, render
-    from testbed.analysis.report import error_reasons, report_frame
+    from testbed.analysis.report import report_frame
+    from testbed.specs.registries import KINDS
 
     try:
         meta = db.run(run_id)
@@ -109,9 +110,9 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
         labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
         for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
             console.print(table)
-        if meta["kind"] == "probe":
-            _print_perturbation_effects(db, meta["run_id"], who)
-        for reason, n in error_reasons(db, meta["run_id"]):
+        for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
+            print_table(db, meta["run_id"], who)
+        for reason, n in db.error_reasons(meta["run_id"]):
             say((f"{n} episode(s) failed:", "red"), " ", reason)
     else:
         sys.stdout.write(render(frame, fmt) + "\n")

@@ -100,7 +100,7 @@ def eval_judge(
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
 ) -> None:
     """Score a judge against reference labels; the last line is `kappa=<κ> f1_followup=<F1> n=<items>`."""
-    from testbed.judges.evaluate import evaluate, read_gold, run_judge
+    from testbed.analysis.judge_eval import evaluate, read_gold, run_judge
 
     resolved = _load_judge(judge, model)
     try:
@@ -124,7 +124,7 @@ def import_labels(
 ) -> None:
     """Store human labels for a run's user turns, to compare judges against with `agree --b human:<annotator>`."""
     from testbed.judges.taxonomy import taxonomy
-    from testbed.judges.turns import user_turns
+    from testbed.judges.turns import label_row, user_turns
     from testbed.judges.verdict import Verdict
     from testbed.specs.files import MAX_LABEL_BYTES, read_text
     from testbed.store.labels import HUMAN, JudgeIdentity, write_labels
@@ -151,6 +151,6 @@ def import_labels(
             fail(f"{labels}:{number}: {exc}; each line needs episode_id, turn_index and a known label")
         if key not in known:
             fail(f"{labels}:{number}: run {run} has no user turn {key[0]}:{key[1]}")
-        rows.append((*key, Verdict(label, t.is_followup(label), "human"), 1))
+        rows.append(label_row(*key, Verdict(label, t.is_followup(label), "human")))
     write_labels(db, run, JudgeIdentity(HUMAN, "v1", annotator), rows)
     console.print(f"stored {len(rows)} labels by {HUMAN}:{annotator} on run {run}")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
 from testbed.backends.base import Backend, BackendError, BackendUnavailable, GenerateRequest
 from testbed.concurrency import gather_or_cancel
@@ -14,6 +15,10 @@ from testbed.judges.parsing import UnparsableVerdict, parse_verdict
 from testbed.judges.prompting import render_prompt, verdict_schema
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.store.labels import JudgeIdentity
+
+if TYPE_CHECKING:
+    from testbed.judges.base import OnVerdict
 
 REPAIR = "Your reply was not a valid verdict: {problem}. Reply again with only the JSON object."
 
@@ -28,7 +33,10 @@ class LLMJudge:
     """
 
     judge: ResolvedJudge
-    backend: Backend
+    backend: Backend | None = None
+    """The model to ask; None means the agent the judge spec binds, started by `judge_all` for its run."""
+    commit_every: ClassVar[int] = 1
+    """Each verdict is written as it arrives (it cost a model call), so a killed judge run loses none."""
 
     @cached_property
     def tokens(self) -> ControlTokens:
@@ -45,10 +53,18 @@ class LLMJudge:
         """The prompt version, as stored with the labels."""
         return self.judge.spec.prompt_version or "unversioned"
 
+    @property
+    def identity(self) -> JudgeIdentity:
+        """Spec name, prompt version and served model: a new prompt or model labels afresh, a rerun resumes."""
+        from testbed.backends.factory import served_model_name
+
+        assert self.judge.agent is not None
+        return JudgeIdentity(self.name, self.version, served_model_name(self.judge.agent.spec))
+
     async def judge_turn(self, item: JudgeInput) -> tuple[Verdict, int]:
         """The verdict on one turn and the number of model calls it took."""
         spec = self.judge.spec
-        assert self.judge.prompt is not None
+        assert self.judge.prompt is not None and self.backend is not None, "judge_turn needs a bound backend"
         messages = [{"role": "user", "content": render_prompt(self.judge.prompt, item, self.tokens)}]
         schema = verdict_schema(spec.task)
         response_format = (
@@ -70,36 +86,48 @@ class LLMJudge:
         return Verdict(None, None, f"unparsable after {len(replies)} attempts", raw), len(replies)
 
 
+    async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
+        """Verdicts (and model calls taken) for items, in order, through the bound model.
+
+        Concurrency is bounded by the judge spec; a call that fails for good is an unscored verdict
+        with the reason, never an exception that loses the verdicts already given (an unreachable
+        server, BackendUnavailable, still stops the run). `on_verdict(i, ...)` is called as each
+        verdict arrives, so callers can store it at once. Without a bound backend, the spec's agent
+        is started for this call and stopped after.
+        """
+        from testbed.backends.factory import BackendPool
+
+        assert self.judge.agent is not None
+        async with BackendPool() as pool:
+            llm = self if self.backend is not None else replace(self, backend=await pool.backend_for(self.judge.agent.spec))
+            gate = asyncio.Semaphore(self.judge.spec.concurrency)
+
+            async def one(i: int, item: JudgeInput) -> tuple[Verdict, int]:
+                async with gate:
+                    try:
+                        verdict, attempts = await llm.judge_turn(item)
+                    except BackendUnavailable:
+                        raise
+                    except BackendError as exc:
+                        verdict, attempts = Verdict(None, None, f"judge call failed: {exc.reason}"), 0
+                if on_verdict is not None:
+                    on_verdict(i, verdict, attempts)
+                return verdict, attempts
+
+            return await gather_or_cancel(one(i, item) for i, item in enumerate(items))
+
+
+def build(resolved: ResolvedJudge, backend: Backend | None = None) -> LLMJudge:
+    """The `llm` judge kind's builder (see JUDGE_KINDS): the spec's prompt on `backend` or on its agent."""
+    return LLMJudge(resolved, backend)
+
+
 async def judge_all(
     judge: ResolvedJudge,
     items: list[JudgeInput],
     *,
     backend: Backend | None = None,
-    on_verdict: Callable[[int, Verdict, int], None] | None = None,
+    on_verdict: OnVerdict | None = None,
 ) -> list[tuple[Verdict, int]]:
-    """Verdicts (and model calls taken) for items, in order, through the judge's bound model.
-
-    Concurrency is bounded by the judge spec; a call that fails for good is an unscored verdict
-    with the reason, never an exception that loses the verdicts already given. `on_verdict(i, ...)`
-    is called as each verdict arrives, so callers can store it at once.
-    """
-    from testbed.backends.factory import BackendPool
-
-    assert judge.agent is not None
-    async with BackendPool() as pool:
-        llm = LLMJudge(judge, backend or await pool.backend_for(judge.agent.spec))
-        gate = asyncio.Semaphore(judge.spec.concurrency)
-
-        async def one(i: int, item: JudgeInput) -> tuple[Verdict, int]:
-            async with gate:
-                try:
-                    verdict, attempts = await llm.judge_turn(item)
-                except BackendUnavailable:
-                    raise
-                except BackendError as exc:
-                    verdict, attempts = Verdict(None, None, f"judge call failed: {exc.reason}"), 0
-            if on_verdict is not None:
-                on_verdict(i, verdict, attempts)
-            return verdict, attempts
-
-        return await gather_or_cancel(one(i, item) for i, item in enumerate(items))
+    """`LLMJudge(judge, backend).judge_all(items, on_verdict)`, for callers that hold only the resolved spec."""
+    return await LLMJudge(judge, backend).judge_all(items, on_verdict)

@@ -12,13 +12,18 @@ from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, cut_text, spec_error_from_validation
 from testbed.specs.files import read_text
 from testbed.specs.loader import ResolvedAgent, load_agent, named_path, read_yaml, resolve_spec_path
+from testbed.specs.registries import JUDGE_KINDS, registered
+
+JudgeKind = registered(JUDGE_KINDS)
+"""A judge kind: one of those registered in `testbed.specs.registries.JUDGE_KINDS`."""
 
 PROMPT_SLOTS = ("question", "answer", "user_turn")
 """Slots every judge prompt must hold, as `render_prompt` fills them."""
 
 
 class JudgeSpec(Strict):
-    """A judge: `local` (the deterministic classifier) or `llm` (a prompt bound to a model).
+    """A judge of a kind registered in JUDGE_KINDS: `local` (the deterministic classifier) or `llm`
+    (a prompt bound to a model). The fields a kind requires are declared with it.
 
     `task: followup` asks for the binary verdict only; `task: failure_modes` asks for one of the
     eight labels, from which the follow-up verdict follows. The label set and its definitions come
@@ -26,7 +31,7 @@ class JudgeSpec(Strict):
     """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    kind: Literal["local", "llm"]
+    kind: JudgeKind
     task: Literal["followup", "failure_modes"]
     description: str = ""
     prompt_file: Path | None = None
@@ -39,10 +44,11 @@ class JudgeSpec(Strict):
 
     @model_validator(mode="after")
     def _llm_fields(self) -> "JudgeSpec":
-        if self.kind == "llm":
-            for field in ("prompt_file", "prompt_version", "agent"):
-                if getattr(self, field) is None:
-                    raise ValueError(f"@{field} an llm judge needs {field} | fix: add {field}: to the judge spec")
+        entry = JUDGE_KINDS.get(self.kind)
+        for field in entry.meta.get("requires", ()):
+            if getattr(self, field) is None:
+                article = entry.meta.get("article", "a")
+                raise ValueError(f"@{field} {article} {self.kind} judge needs {field} | fix: add {field}: to the judge spec")
         return self
 
 
@@ -66,7 +72,7 @@ def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJ
         spec = JudgeSpec.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, JudgeSpec) from None
-    if spec.kind == "local":
+    if not JUDGE_KINDS.get(spec.kind).meta.get("prompted", False):
         return ResolvedJudge(spec, path, None, None)
     assert spec.prompt_file is not None and spec.agent is not None
     prompt = read_text(named_path(path, spec.prompt_file), named_by=(path, "prompt_file"), what="prompt file")

@@ -1,11 +1,17 @@
-"""The simulated-user turns of a run, each with the context a judge may read."""
+"""Where judges meet the store: the user turns they read, and the label rows they write back.
+
+Which turns are generated user turns, and what context each is shown with, is the store's
+`Store.turns` (one rule, `testbed.transcript.generated_user_turns`); this module only puts each
+turn in the shape a judge reads, and a judge's verdict in the shape the store writes.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from testbed.judges.verdict import JudgeInput
+from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.store import Store
+from testbed.store.records import LabelRow
 
 
 @dataclass(frozen=True)
@@ -18,27 +24,16 @@ class StoredTurn:
 
 
 def user_turns(store: Store, run_id: str) -> list[StoredTurn]:
-    """Every generated user turn of the run's finished episodes, in a stable order.
+    """Every generated user turn of the run's finished episodes, in a stable order, as judge inputs.
 
-    A generated user turn is a user message after the first assistant message. Its context is the
-    episode's first user message (the request) and the latest assistant message before it, as
-    shown to the simulated user.
+    The context is the episode's first user message (the request) and the latest assistant
+    message before the turn, as shown to the simulated user.
     """
-    rows = store.conn.execute(
-        """SELECT m.episode_id, m.turn_index, m.role, m.content FROM messages m
-           JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
-           WHERE m.run_id=? AND e.status='done' AND m.role != 'system' ORDER BY m.episode_id, m.turn_index""",
-        (run_id,),
-    )
-    out: list[StoredTurn] = []
-    episode, question, answer = None, None, None
-    for eid, turn, role, content in rows:
-        if eid != episode:
-            episode, question, answer = eid, None, None
-        if role == "assistant":
-            answer = content
-        elif question is None:
-            question = content
-        elif answer is not None:
-            out.append(StoredTurn(eid, turn, JudgeInput(f"{eid}:{turn}", question, answer, content)))
-    return out
+    return [StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn))
+            for t in store.turns(run_id)]
+
+
+def label_row(episode_id: str, turn_index: int, verdict: Verdict, attempts: int = 1) -> LabelRow:
+    """The store's row for a verdict on one turn: scored exactly when the verdict carries a label or a decision."""
+    return LabelRow(episode_id, turn_index, "scored" if verdict.scored else "unscored", verdict.label, verdict.followup,
+                    verdict.reason, verdict.raw, attempts)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from testbed.specs.errors import spec_error_from_validation
-from testbed.specs.loader import builtin_dir, read_yaml
+from testbed.specs.conversation import InfoGatheringScenarioSpec
+from testbed.specs.errors import SpecError, cut, spec_error_from_validation
+from testbed.specs.loader import builtin_dir, named_path, read_yaml
 
 _PUNCTUATION = str.maketrans(
     {"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
@@ -128,6 +129,25 @@ def load_task_set(path: Path | None = None, *, named_by: tuple[Path, str] | None
         return InfoTaskSet.model_validate(read_yaml(path, named_by=named_by, what="task file"))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, InfoTaskSet) from None
+
+
+def resolve_task_set(path: Path, spec: InfoGatheringScenarioSpec, user_prompt: str | None) -> dict[str, InfoTaskSet]:
+    """The information-gathering resolve hook: the spec's task set (or the built-in one), domains checked.
+
+    Declared in `testbed.specs.registries.KINDS`, so the spec layer reads tasks without importing
+    this module itself; read at load time, so an unknown domain or a bad task file fails before
+    any model call and the tasks are stored with the run.
+    """
+    if spec.tasks_file is not None:
+        task_set = load_task_set(named_path(path, spec.tasks_file), named_by=(path, "tasks_file"))
+    else:
+        task_set = load_task_set()
+    if spec.domains:
+        known = {t.domain for t in task_set.tasks}
+        unknown = sorted(set(spec.domains) - known)
+        if unknown:
+            raise SpecError(path, "domains", f"unknown domains {cut(unknown)}", f"use some of {', '.join(sorted(known))}")
+    return {"task_set": task_set}
 
 
 def mentioned_facts(text: str, task: InfoTask) -> set[str]:

@@ -22,7 +22,6 @@ from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_
 from testbed.scenarios.perturbations import perturb
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
-from testbed.store.sqlite_store import message_from_row
 from testbed.transcript import Message, Transcript
 
 
@@ -74,12 +73,13 @@ class ProbeItemRunner:
         aid = answer_id(self.scenario, item)
         stored = self.shared.get(aid)
         if stored is not None:
-            row = {**stored, "role": "assistant", "speaker": self.scenario.assistant.spec.name, "turn_index": transcript.next_turn, "reused_from": None}
-            return message_from_row(row), stored["task_score"]
+            placed = replace(stored.message, speaker=self.scenario.assistant.spec.name, turn_index=transcript.next_turn)
+            return placed, stored.task_score
         message = await self.assistant.respond(transcript)
         score = score_answer(item, message.content)
-        self.save_answer(SharedAnswer(aid, item.item_id, message, score))
-        self.shared[aid] = {"content": message.content, "task_score": score}
+        answer = SharedAnswer(aid, item.item_id, message, score)
+        self.save_answer(answer)
+        self.shared[aid] = answer
         return message, score
 
     async def run(self, item: DatasetItem, variants: list[EpisodeVariant]) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from testbed.specs.registries import BACKENDS, registered
+
+BackendName = registered(BACKENDS)
+"""A backend name: one of those registered in `testbed.specs.registries.BACKENDS`."""
 
 
 class Strict(BaseModel):
@@ -51,7 +54,7 @@ class AgentSpec(Strict):
     """
 
     name: str = Field(min_length=1)
-    backend: Literal["vllm", "openai", "litellm", "scripted"]
+    backend: BackendName
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
@@ -85,13 +88,12 @@ class AgentSpec(Strict):
 
     @model_validator(mode="after")
     def _backend_fields(self) -> "AgentSpec":
-        if self.backend == "openai" and not self.base_url:
-            raise ValueError("@base_url backend `openai` needs base_url | fix: add base_url: http://HOST:PORT/v1")
-        if self.backend == "scripted" and self.outputs is None:
-            raise ValueError("@outputs backend `scripted` needs outputs | fix: add outputs: [..] (tests only)")
+        for field, fix in BACKENDS.get(self.backend).meta.get("requires", {}).items():
+            if getattr(self, field) is None:
+                raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
 
     @property
     def managed(self) -> bool:
-        """True when the testbed must start the vLLM server for this agent."""
-        return self.backend == "vllm" and self.base_url is None
+        """True when the testbed must start the server for this agent: a managed backend with no `base_url`."""
+        return bool(BACKENDS.get(self.backend).meta.get("managed")) and self.base_url is None

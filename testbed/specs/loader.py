@@ -14,11 +14,12 @@ from testbed.specs.agent import AgentSpec
 from testbed.specs.errors import SpecError, cut, spec_error_from_validation
 from testbed.specs.files import parse_yaml, read_text
 from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
+from testbed.specs.registries import KINDS
 from testbed.specs.scenario import ProbeScenarioSpec
 from testbed.templates import CONVERSATION_SLOT
 
 ScenarioSpec = ProbeScenarioSpec | DialogueScenarioSpec | InfoGatheringScenarioSpec
-SCENARIO_KINDS: dict[str, type] = {"probe": ProbeScenarioSpec, "dialogue": DialogueScenarioSpec, "info_gathering": InfoGatheringScenarioSpec}
+"""The built-in scenario spec models, for type hints; which model a spec uses is declared in KINDS."""
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,10 +151,11 @@ def load_scenario(
     path = resolve_spec_path(ref, "scenarios")
     data = read_yaml(path)
     kind = data.get("kind")
-    model = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
-    if model is None:
-        raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(SCENARIO_KINDS)}")
-    selection = "tasks" if kind == "info_gathering" else "items"
+    if kind not in KINDS:
+        raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(KINDS.names())}")
+    entry = KINDS.get(kind)
+    model = entry.resolve("spec")
+    selection = entry.meta.get("limit_field", "items")
     if limit is not None and isinstance(data.get(selection) or {}, dict):
         data = {**data, selection: {**(data.get(selection) or {}), "limit": limit}}
     try:
@@ -170,39 +172,35 @@ def load_scenario(
     user_prompt = _prompt(path, "user_prompt_file", spec.user_prompt_file)
     if "instructed" in spec.user_modes and user_prompt is None:
         raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt", "add user_prompt_file: prompts/user-instructed.md")
-    if isinstance(spec, ProbeScenarioSpec) and "instructed" in spec.user_modes:
-        _check_conversation_slot(path, user_prompt)
-    personas = _personas(path, spec) if isinstance(spec, DialogueScenarioSpec) and spec.opening == "persona" else ()
-    task_set = _task_set(path, spec) if isinstance(spec, InfoGatheringScenarioSpec) else None
-    return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt, personas, task_set)
+    hook = entry.resolve("resolve")
+    extra = dict(hook(path, spec, user_prompt)) if hook is not None else {}
+    return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt, **extra)
 
 
-def _check_conversation_slot(path: Path, prompt: str | None) -> None:
-    if prompt is not None and CONVERSATION_SLOT not in prompt:
+def check_conversation_slot(path: Path, spec: ProbeScenarioSpec, user_prompt: str | None) -> dict[str, Any]:
+    """The probe's resolve hook: an instructed user prompt must hold the `{conversation}` slot.
+
+    The probe fills the conversation so far into that slot; without it the simulated user would
+    never see the answer it is meant to react to. The probe reads no extra files.
+    """
+    if "instructed" in spec.user_modes and user_prompt is not None and CONVERSATION_SLOT not in user_prompt:
         raise SpecError(path, "user_prompt_file", f"the instructed user prompt lacks the slot {CONVERSATION_SLOT}",
                         f"add {CONVERSATION_SLOT} where the conversation so far should appear")
+    return {}
 
 
-def _personas(path: Path, spec: DialogueScenarioSpec) -> tuple[PersonaSpec, ...]:
+def read_personas(path: Path, spec: DialogueScenarioSpec, user_prompt: str | None) -> dict[str, Any]:
+    """The dialogue's resolve hook: the personas of `personas_file`, when the dialogue opens by persona.
+
+    Read at load time, so a bad personas file fails before any model call and the personas are
+    stored with the run (they change what it generates).
+    """
+    if spec.opening != "persona":
+        return {}
     assert spec.personas_file is not None
     target = named_path(path, spec.personas_file)
     try:
         data = read_yaml(target, named_by=(path, "personas_file"), what="personas file")
-        return tuple(PersonaSet.model_validate(data).personas)
+        return {"personas": tuple(PersonaSet.model_validate(data).personas)}
     except ValidationError as exc:
         raise spec_error_from_validation(target, exc, PersonaSet) from None
-
-
-def _task_set(path: Path, spec: InfoGatheringScenarioSpec) -> Any:
-    from testbed.scenarios.info_tasks import load_task_set
-
-    if spec.tasks_file is not None:
-        task_set = load_task_set(named_path(path, spec.tasks_file), named_by=(path, "tasks_file"))
-    else:
-        task_set = load_task_set()
-    if spec.domains:
-        known = {t.domain for t in task_set.tasks}
-        unknown = sorted(set(spec.domains) - known)
-        if unknown:
-            raise SpecError(path, "domains", f"unknown domains {cut(unknown)}", f"use some of {', '.join(sorted(known))}")
-    return task_set

@@ -1,6 +1,23 @@
-"""The SQLite store: runs, episodes, messages and shared generations, committed per episode."""
+"""The SQLite store: runs, episodes, messages, shared generations and labels, committed per episode.
 
-from testbed.store.records import EpisodeKey, EpisodeOutcome, SharedAnswer
-from testbed.store.sqlite_store import Store, default_store_path
+Everything that knows the tables is in this package: `Store` writes and reads records
+(`testbed.store.records`), `testbed.store.labels` keeps judge labels and `testbed.store.frames`
+gives a run as pandas frames for notebooks and reports.
+"""
 
-__all__ = ["EpisodeKey", "EpisodeOutcome", "SharedAnswer", "Store", "default_store_path"]
+from testbed.store.records import (
+    EpisodeKey,
+    EpisodeOutcome,
+    EpisodeRecord,
+    FailedAttempt,
+    JudgeIdentity,
+    LabelRecord,
+    LabelRow,
+    RunRecord,
+    SharedAnswer,
+    TurnRecord,
+)
+from testbed.store.sqlite_store import Store, StoreError, default_store_path
+
+__all__ = ["EpisodeKey", "EpisodeOutcome", "EpisodeRecord", "FailedAttempt", "JudgeIdentity", "LabelRecord", "LabelRow",
+           "RunRecord", "SharedAnswer", "Store", "StoreError", "TurnRecord", "default_store_path"]

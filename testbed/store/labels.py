@@ -1,39 +1,37 @@
-"""Judge and human labels of user turns: append-only, several judges side by side on the same turns."""
+"""Judge and human labels of user turns: append-only, several judges side by side on the same turns.
+
+The store knows labels only as `LabelRow`s: judges turn their verdicts into rows, so the store
+imports no judge and any labeller (model, rules, human file) writes the same way.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 import pandas as pd
 
-from testbed.judges.verdict import Verdict
+from testbed.store.records import JudgeIdentity, LabelRecord, LabelRow
 from testbed.store.sqlite_store import Store, StoreError, now
 
 HUMAN = "human"
+"""The judge name human annotations are stored under (`human@v1:<annotator>`)."""
+
+LABEL_COLUMNS = ["episode_id", "turn_index", "status", "label", "followup", "reason", "raw"]
+"""What `labels_frame` gives per turn: the verdict without who gave it (the caller named them)."""
+
+_LATEST = """SELECT MAX(label_id) FROM labels WHERE run_id=? {who} GROUP BY judge, judge_version, model, episode_id, turn_index"""
 
 
-@dataclass(frozen=True)
-class JudgeIdentity:
-    """Who labelled: judge name, prompt/rules version, and the model (or annotator) behind it."""
-
-    judge: str
-    version: str
-    model: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.judge}@{self.version}" + (f":{self.model}" if self.model else "")
-
-
-def write_labels(store: Store, run_id: str, who: JudgeIdentity, rows: list[tuple[str, int, Verdict, int]]) -> None:
-    """Append verdicts `(episode_id, turn_index, verdict, attempts)` in one transaction."""
+def write_labels(store: Store, run_id: str, who: JudgeIdentity, rows: Iterable[LabelRow]) -> None:
+    """Append label rows under one identity in one transaction (a batch is stored whole or not at all)."""
     with store.conn:
         store.conn.executemany(
             "INSERT INTO labels (run_id, episode_id, turn_index, judge, judge_version, model, status, label, followup,"
             " reason, raw, attempts, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
-                (run_id, eid, turn, who.judge, who.version, who.model, "scored" if v.scored else "unscored", v.label,
-                 None if v.followup is None else int(v.followup), v.reason, v.raw, attempts, now())
-                for eid, turn, v, attempts in rows
+                (run_id, r.episode_id, r.turn_index, who.judge, who.version, who.model, r.status, r.label,
+                 None if r.followup is None else int(r.followup), r.reason, r.raw, r.attempts, now())
+                for r in rows
             ],
         )
 
@@ -68,11 +66,32 @@ def resolve_identity(store: Store, run_id: str, selector: str) -> JudgeIdentity:
     return found[0]
 
 
+def _latest_sql(columns: str, who: JudgeIdentity | None) -> tuple[str, tuple]:
+    match, params = ("AND judge=? AND judge_version=? AND model=?", (who.judge, who.version, who.model)) if who else ("", ())
+    return f"SELECT {columns} FROM labels WHERE label_id IN ({_LATEST.format(who=match)}) ORDER BY label_id", params
+
+
 def labels_frame(store: Store, run_id: str, who: JudgeIdentity) -> pd.DataFrame:
-    """The latest verdict of one identity per turn: episode_id, turn_index, status, label, followup, reason, raw."""
-    return pd.read_sql_query(
-        """SELECT episode_id, turn_index, status, label, followup, reason, raw FROM labels
-           WHERE label_id IN (SELECT MAX(label_id) FROM labels WHERE run_id=? AND judge=? AND judge_version=? AND model=?
-                              GROUP BY episode_id, turn_index)""",
-        store.conn, params=(run_id, who.judge, who.version, who.model),
-    )
+    """The latest verdict of one identity per turn: episode_id, turn_index, status, label, followup, reason, raw.
+
+    Latest, because labels are appended: a rerun that scores a turn left unscored adds a row
+    above the old one, and only the newest counts.
+    """
+    sql, params = _latest_sql(", ".join(LABEL_COLUMNS), who)
+    return pd.read_sql_query(sql, store.conn, params=(run_id, *params))
+
+
+def latest_labels(store: Store, run_id: str, who: JudgeIdentity | None = None) -> list[LabelRecord]:
+    """The latest verdict per turn of one identity, or of every identity when `who` is None, in the order written."""
+    sql, params = _latest_sql("*", who)
+    return [LabelRecord(r["episode_id"], r["turn_index"], JudgeIdentity(r["judge"], r["judge_version"], r["model"]), r["status"],
+                        r["label"], None if r["followup"] is None else bool(r["followup"]), r["reason"], r["raw"],
+                        r["attempts"], r["created_at"])
+            for r in store.conn.execute(sql, (run_id, *params))]
+
+
+def latest_labels_frame(store: Store, run_id: str, who: JudgeIdentity | None = None) -> pd.DataFrame:
+    """`latest_labels` as a frame, with judge, judge_version and model columns so identities can be told apart."""
+    sql, params = _latest_sql("episode_id, turn_index, judge, judge_version, model, status, label, followup, reason, raw,"
+                              " attempts, created_at", who)
+    return pd.read_sql_query(sql, store.conn, params=(run_id, *params))

@@ -97,6 +97,17 @@ CREATE TABLE IF NOT EXISTS run_leases (
     acquired_at REAL NOT NULL,
     heartbeat_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS failed_attempts (
+    attempt_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    termination TEXT,
+    error_reason TEXT,
+    messages INTEGER NOT NULL DEFAULT 0,
+    finished_at TEXT NOT NULL,
+    UNIQUE (run_id, episode_id, attempt)
+);
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
 """

@@ -1,4 +1,9 @@
-"""SQLite in WAL mode: every finished episode is one transaction, so a killed run loses nothing finished."""
+"""SQLite in WAL mode: every finished episode is one transaction, so a killed run loses nothing finished.
+
+The store is append-only in what it records: a finished episode is never replaced, labels are
+appended, and an errored attempt that a retry replaces is first copied to `failed_attempts`.
+Reads live in `testbed.store.reader` (inherited by `Store`) and `testbed.store.frames`.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,13 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from testbed.redaction import redact
 from testbed.store import lease
+from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer
 from testbed.store.schema import DDL, SCHEMA_VERSION, UPGRADABLE_FROM
-from testbed.transcript import Message, Usage
+from testbed.transcript import Message
 
 
 def default_store_path() -> Path:
@@ -26,11 +31,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-class StoreError(RuntimeError):
-    """The store file cannot be used (wrong schema, unknown run)."""
-
-
-class Store:
+class Store(StoreReader):
     """Reads and writes runs; one connection, used from one thread (the event loop's).
 
     `readonly=True` opens an existing store without writing anything to it (reports, listings,
@@ -67,6 +68,7 @@ class Store:
         if self.readonly:
             if version is None:
                 raise StoreError(f"{self.path} is not a testbed store (no schema): check --store")
+            self.schema_version = version
             return
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -75,6 +77,7 @@ class Store:
             with self.conn:
                 self.conn.executescript(DDL)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        self.schema_version = SCHEMA_VERSION
 
     def acquire_lease(self, run_id: str) -> None:
         """Become the run's one writer, or raise StoreError naming the live process that is."""
@@ -107,17 +110,6 @@ class Store:
         if token is not None:
             lease.release(self.conn, run_id, token)
 
-    def effective_status(self, run_id: str, status: str) -> str:
-        """A run stored as `running` whose writer is gone (kill -9, SIGTERM, a crash) is `interrupted`.
-
-        Only a run whose lease is still stored can be judged so: a run written without one (by the
-        Python API, or by an older testbed) keeps the status it was stored with.
-        """
-        if status != "running":
-            return status
-        current = lease.holder(self.conn, run_id)
-        return "interrupted" if current is not None and not current.alive() else "running"
-
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
         self.conn.close()
@@ -138,25 +130,17 @@ class Store:
             self.conn.execute("UPDATE runs SET status='running', finished_at=NULL, planned_episodes=? WHERE run_id=?", (planned, run_id))
             return True
 
-    def run_exists(self, run_id: str) -> bool:
-        """Whether the run has a row (it does from `begin_run` on)."""
-        return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
-
     def finish_run(self, run_id: str, status: str) -> None:
         """Record how the run ended (`done`, `incomplete`, `interrupted`, `failed`)."""
         with self.conn:
             self.conn.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?", (status, now(), run_id))
 
-    def done_episode_ids(self, run_id: str) -> set[str]:
-        """Episodes that finished successfully; a resumed run skips exactly these."""
-        rows = self.conn.execute("SELECT episode_id FROM episodes WHERE run_id=? AND status='done'", (run_id,))
-        return {r[0] for r in rows}
-
     def write_episode(self, run_id: str, outcome: EpisodeOutcome) -> bool:
         """Store the episode's outcome atomically; False (nothing written) when it already finished.
 
         A finished episode is never replaced: not by an error, not by a second generation. An
-        earlier errored attempt is replaced by the new outcome. When this process holds the run's
+        earlier errored attempt is replaced by the new outcome, after its outcome is copied to
+        `failed_attempts`, so every attempt stays on record. When this process holds the run's
         lease, the lease is renewed in the same transaction, so a process that lost it cannot write.
         """
         k, u = outcome.key, outcome.usage
@@ -168,6 +152,7 @@ class Store:
             if existing is not None and existing[0] == "done":
                 return False
             if existing is not None:
+                self._keep_failed_attempt(run_id, k.episode_id)
                 self.conn.execute("DELETE FROM messages WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
                 self.conn.execute("DELETE FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
             self.conn.execute(
@@ -183,6 +168,18 @@ class Store:
             )
         return True
 
+    def _keep_failed_attempt(self, run_id: str, episode_id: str) -> None:
+        self.conn.execute(
+            """INSERT INTO failed_attempts (run_id, episode_id, attempt, termination, error_reason, messages, finished_at)
+               SELECT e.run_id, e.episode_id,
+                      (SELECT COUNT(*) FROM failed_attempts f WHERE f.run_id = e.run_id AND f.episode_id = e.episode_id) + 1,
+                      e.termination, e.error_reason,
+                      (SELECT COUNT(*) FROM messages m WHERE m.run_id = e.run_id AND m.episode_id = e.episode_id),
+                      e.finished_at
+               FROM episodes e WHERE e.run_id=? AND e.episode_id=?""",
+            (run_id, episode_id),
+        )
+
     def write_shared_answer(self, run_id: str, answer: SharedAnswer) -> None:
         """Keep a shared generation so that resumed runs reuse it instead of regenerating."""
         m = answer.message
@@ -193,50 +190,10 @@ class Store:
                  m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason),
             )
 
-    def shared_answers(self, run_id: str) -> dict[str, dict[str, Any]]:
-        """Shared generations of a run by answer id."""
-        rows = self.conn.execute("SELECT * FROM shared_answers WHERE run_id=?", (run_id,))
-        return {r["answer_id"]: dict(r) for r in rows}
-
-    def runs(self) -> list[dict[str, Any]]:
-        """Every run with its episode counts, newest first."""
-        rows = self.conn.execute(
-            """SELECT r.run_id, r.scenario, r.kind, r.status, r.started_at, r.finished_at, r.planned_episodes,
-                      COALESCE(SUM(e.status='done'), 0) AS done, COALESCE(SUM(e.status='error'), 0) AS errors
-               FROM runs r LEFT JOIN episodes e ON e.run_id = r.run_id
-               GROUP BY r.run_id ORDER BY r.started_at DESC"""
-        )
-        return [{**dict(r), "status": self.effective_status(r["run_id"], r["status"])} for r in rows]
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        """One run's row, with spec and versions decoded; a unique prefix of the id is enough."""
-        rows = self.conn.execute("SELECT * FROM runs WHERE substr(run_id, 1, ?) = ?", (len(run_id), run_id)).fetchall()
-        exact = [r for r in rows if r["run_id"] == run_id]
-        rows = exact or rows
-        if len(rows) != 1:
-            known = ", ".join(r["run_id"] for r in self.conn.execute("SELECT run_id FROM runs")) or "none"
-            problem = "is ambiguous" if rows else "is not in the store"
-            raise StoreError(f"run {run_id!r} {problem} ({self.path}); runs: {known}")
-        out = dict(rows[0])
-        out["status"] = self.effective_status(out["run_id"], out["status"])
-        out["spec"] = json.loads(out.pop("spec_json"))
-        out["versions"] = json.loads(out.pop("versions_json"))
-        return out
-
 
 def _message_row(m: Message) -> tuple:
     return (m.turn_index, m.role, m.speaker, m.content, json.dumps(m.sampling) if m.sampling else None,
             m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason, m.reused_from)
-
-
-def message_from_row(row: sqlite3.Row | dict) -> Message:
-    """Rebuild a Message from a stored row."""
-    return Message(
-        role=row["role"], content=row["content"], speaker=row["speaker"], turn_index=row["turn_index"],
-        sampling=json.loads(row["sampling_json"]) if row["sampling_json"] else None,
-        usage=Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]),
-        finish_reason=row["finish_reason"], reused_from=row["reused_from"],
-    )
 
 
 __all__ = ["Store", "StoreError", "default_store_path", "message_from_row", "now"]

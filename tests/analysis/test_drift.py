@@ -9,6 +9,7 @@ import pytest
 
 from testbed.analysis.drift import drift_onsets, drift_summary, run_drift, summary_line, survival_curve
 from testbed.analysis.stats import wilson_interval
+from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.store.labels import JudgeIdentity, write_labels
@@ -111,11 +112,11 @@ def test_run_drift_reads_turns_labels_and_conditions_from_the_store(store):
     for eid, model, n in [("e1", "model-a", 3), ("e2", "model-b", 2), ("e3", "model-b", 2)]:
         store.write_episode("r", dialogue(eid, model, n))
     ok = lambda label: Verdict(label, label == "genuine_followup", "test")  # noqa: E731
-    write_labels(store, "r", WHO, [
+    write_labels(store, "r", WHO, [label_row(*row) for row in [
         ("e1", 3, ok("genuine_followup"), 1), ("e1", 5, ok("genuine_followup"), 1), ("e1", 7, ok("meta_planning"), 1),
         ("e2", 3, Verdict(None, None, "unparseable", raw="??"), 2), ("e2", 5, ok("echo_assistant"), 1),
         ("e3", 3, ok("echo_assistant"), 1), ("e3", 3, ok("genuine_followup"), 1),
-    ])
+    ]])
     frame = run_drift(store, "r", WHO).set_index("episode_id")
     assert frame.loc["e1", ["user_turns", "onset", "onset_turn_index", "assistant_model"]].tolist() == [3, 3.0, 7.0, "model-a"]
     assert frame.loc["e2", ["onset", "scored_turns", "temperature", "user_mode"]].tolist() == [2.0, 1, 0.7, "instructed"]

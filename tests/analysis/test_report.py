@@ -7,7 +7,7 @@ import math
 import pytest
 
 from testbed.analysis.frames import normalise
-from testbed.analysis.report import error_reasons, report_frame
+from testbed.analysis.report import report_frame
 from testbed.analysis.stats import wilson_interval
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.transcript import Message, Usage
@@ -40,7 +40,7 @@ def test_rates_exclude_errors_and_unscorable(filled):
     assert raw.user_turn_words == pytest.approx((5 + 2 + 6) / 3)
     assert (raw.accuracy_lo, raw.accuracy_hi) == pytest.approx(wilson_interval(1, 2))
     assert report.loc["instructed"].identical_to_question == 0.0
-    assert error_reasons(filled, "r") == [("user: HTTP 500", 1)]
+    assert filled.error_reasons("r") == [("user: HTTP 500", 1)]
 
 
 def test_empty_run_gives_empty_report(store):

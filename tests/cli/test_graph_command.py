@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from testbed.analysis.graphs import read_graphml
 from testbed.cli import app
+from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
 from testbed.store import EpisodeKey, EpisodeOutcome, Store
 from testbed.store.labels import JudgeIdentity, write_labels
@@ -40,11 +41,11 @@ def db(tmp_path) -> str:
     store.write_episode("run-dialogue", episode("early-1", "model-b", [ANSWER, "Thanks"]))
     store.write_episode("run-dialogue", episode("calm-1", "model-b", ["Why 20?", "And 6 weeks?"]))
     v = lambda label: (Verdict(label, label == "genuine_followup", "test"), 1)  # noqa: E731
-    write_labels(store, "run-dialogue", JudgeIdentity("local", "test"), [
+    write_labels(store, "run-dialogue", JudgeIdentity("local", "test"), [label_row(*row) for row in [
         ("late-1", 2, *v("genuine_followup")), ("late-1", 4, *v("genuine_followup")), ("late-1", 6, *v("echo_assistant")),
         ("early-1", 2, *v("echo_assistant")), ("early-1", 4, *v("short_filler")),
         ("calm-1", 2, *v("genuine_followup")), ("calm-1", 4, *v("genuine_followup")),
-    ])
+    ]])
     store.close()
     return str(path)
 

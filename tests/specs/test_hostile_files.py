@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from helpers import run_cli, write_yaml
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app
-from testbed.judges.evaluate import read_gold
+from testbed.analysis.judge_eval import read_gold
 from testbed.judges.specs import load_judge
 from testbed.runner import run_scenario
 from testbed.specs.errors import SpecError, cut

@@ -164,13 +164,14 @@ def test_shared_answers_round_trip(store):
     answers = store.shared_answers("run-abc")
     assert set(answers) == {"ans-1", "ans-2"}
     a = answers["ans-1"]
-    assert a["item_id"] == "item-1" and a["content"] == "The answer is 4."
-    assert a["task_score"] == 1.0 and answers["ans-2"]["task_score"] is None
-    assert (a["prompt_tokens"], a["completion_tokens"], a["latency_s"], a["finish_reason"]) == (12, 7, 0.4, "stop")
-    assert '"max_tokens": 96' in a["sampling_json"]
+    assert a.item_id == "item-1" and a.message.content == "The answer is 4."
+    assert a.task_score == 1.0 and answers["ans-2"].task_score is None
+    u = a.message.usage
+    assert (u.prompt_tokens, u.completion_tokens, u.latency_s, a.message.finish_reason) == (12, 7, 0.4, "stop")
+    assert a.message.sampling["max_tokens"] == 96
     store.write_shared_answer("run-abc", SharedAnswer("ans-1", "item-1", msg, 0.0))
     assert len(store.shared_answers("run-abc")) == 2
-    assert store.shared_answers("run-abc")["ans-1"]["task_score"] == 0.0
+    assert store.shared_answers("run-abc")["ans-1"].task_score == 0.0
     assert store.shared_answers("run-other") == {}
 
 
@@ -266,7 +267,7 @@ def test_data_survives_close_and_reopen(tmp_path):
     reopened = Store(path)
     try:
         assert reopened.done_episode_ids("run-abc") == {"ep-1"}
-        assert reopened.shared_answers("run-abc")["ans-1"]["task_score"] == 0.5
+        assert reopened.shared_answers("run-abc")["ans-1"].task_score == 0.5
         rows = reopened.conn.execute("SELECT * FROM messages ORDER BY turn_index").fetchall()
         assert [message_from_row(r) for r in rows] == messages(3)
         assert begin(reopened) is True

@@ -7,7 +7,8 @@ judge-directed fragments are cut out first, and a turn that carried any is never
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from testbed.judges.local import cues
 from testbed.judges.local.features import context, measure
@@ -15,6 +16,11 @@ from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.store.labels import JudgeIdentity
+
+if TYPE_CHECKING:
+    from testbed.judges.base import OnVerdict
+    from testbed.judges.specs import ResolvedJudge
 
 VERSION = "local-2"
 """Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
@@ -71,12 +77,30 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     return Verdict(label=label, followup=label == FOLLOWUP, reason=reason)
 
 
+LOCAL_COMMIT_EVERY = 2000
+"""Verdicts the local judge's runner writes per transaction: the judge is cheap, the commits are not."""
+
+
 class LocalJudge:
-    """The `local` judge: the rule-based classifier behind the common judge interface."""
+    """The `local` judge: the rule-based classifier behind the common judge interface (testbed.judges.base).
+
+    `judge` and `judge_many` stay synchronous for callers that classify in-process (tests,
+    benchmarks); `judge_all` is the interface's asynchronous form. `name` is the judge spec's name,
+    under which the labels are stored.
+    """
 
     name = "local"
     version = VERSION
     model = None
+    commit_every = LOCAL_COMMIT_EVERY
+
+    def __init__(self, name: str = "local"):
+        self.name = name
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        """`name@local-N` with no model: the rules version alone says what made the labels."""
+        return JudgeIdentity(self.name, self.version)
 
     def judge(self, item: JudgeInput) -> Verdict:
         """Verdict on one turn."""
@@ -85,3 +109,18 @@ class LocalJudge:
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
         """Verdicts on many turns, in order; the pair cache makes shared questions cheap."""
         return [classify(i.question, i.assistant, i.user_turn) for i in items]
+
+    async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
+        """Verdicts in order, each counted as one call; computed in-process, without a model."""
+        out = []
+        for i, item in enumerate(items):
+            verdict = self.judge(item)
+            if on_verdict is not None:
+                on_verdict(i, verdict, 1)
+            out.append((verdict, 1))
+        return out
+
+
+def build(resolved: ResolvedJudge, backend: object = None) -> LocalJudge:
+    """The `local` judge kind's builder (see JUDGE_KINDS); it binds no model, so `backend` is ignored."""
+    return LocalJudge(resolved.spec.name)

@@ -1,4 +1,8 @@
-"""Score a judge against a labelled file in the gold format (`question`, `assistant`, `user_turn`, `label`)."""
+"""Score a judge against a labelled file in the gold format (`question`, `assistant`, `user_turn`, `label`).
+
+Part of analysis, not of the judges: it measures a judge from outside, through the judge interface,
+with the agreement statistics of `testbed.analysis.agreement`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.analysis.agreement import Agreement, cohen_kappa, compare, f1_binary
-from testbed.judges.llm_judge import judge_all
+from testbed.judges.base import make_judge
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
@@ -62,12 +66,8 @@ def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
 
 
 async def run_judge(judge: ResolvedJudge, items: list[JudgeInput], backend=None) -> list[Verdict]:
-    """Verdicts for in-memory items, in order (local: directly; llm: concurrently through its backend)."""
-    if judge.spec.kind == "local":
-        from testbed.judges.local import LocalJudge
-
-        return LocalJudge().judge_many(items)
-    return [verdict for verdict, _ in await judge_all(judge, items, backend=backend)]
+    """Verdicts for in-memory items, in order, from the judge the spec describes (through `backend` if given)."""
+    return [verdict for verdict, _ in await make_judge(judge, backend).judge_all(items)]
 
 
 def evaluate(verdicts: list[Verdict], references: list[str]) -> JudgeEvaluation:

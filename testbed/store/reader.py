@@ -1,0 +1,189 @@
+"""Typed reads of a store: the queries that turn stored runs, episodes, messages and outcomes into records.
+
+`Store` inherits these methods, so a notebook or a report asks `store.turns(run_id)` and never
+writes SQL. The readers take an exact run id and return nothing for an unknown one (a resumed or
+empty run is not an error); `run()` resolves a unique prefix, and the frame readers in
+`testbed.store.frames` use it, so a researcher can type the short id the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import fields
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from testbed.store import lease
+from testbed.store.records import EpisodeKey, EpisodeRecord, FailedAttempt, RunRecord, SharedAnswer, TurnRecord
+from testbed.transcript import Message, Usage, generated_user_turns
+
+EPISODE_STATUSES = ("done", "error")
+"""Every status an episode can be stored with (the schema's CHECK): `episode_counts` always has both."""
+
+EPISODE_ORDER = "status, rowid"
+"""Finished episodes first, then errored ones, each in the order written: the order reports have
+always read episodes in (the `episodes_by_run` index), so their tables keep their row order."""
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used (wrong schema, unknown run)."""
+
+
+def message_from_row(row: sqlite3.Row | dict) -> Message:
+    """Rebuild a Message from a stored `messages` row."""
+    return Message(
+        role=row["role"], content=row["content"], speaker=row["speaker"], turn_index=row["turn_index"],
+        sampling=json.loads(row["sampling_json"]) if row["sampling_json"] else None,
+        usage=Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]),
+        finish_reason=row["finish_reason"], reused_from=row["reused_from"],
+    )
+
+
+def episode_from_row(row: sqlite3.Row) -> EpisodeRecord:
+    """Rebuild an EpisodeRecord from a stored `episodes` row."""
+    key = EpisodeKey(*(row[f.name] for f in fields(EpisodeKey)))
+    return EpisodeRecord(row["run_id"], key, row["status"], row["termination"], row["error_reason"], row["task_score"],
+                         Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]), row["finished_at"])
+
+
+def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
+    """The generated user turns of one episode's messages (in turn order), each with its context.
+
+    Which turns count is `testbed.transcript.generated_user_turns`; the context is the episode's
+    first user message (the request) and the latest assistant message before the turn.
+    """
+    generated = {m["turn_index"] for m in generated_user_turns(messages)}
+    question = next((m["content"] for m in messages if m["role"] == "user"), "")
+    out, answer = [], ""
+    for m in messages:
+        if m["role"] == "assistant":
+            answer = m["content"]
+        elif m["turn_index"] in generated:
+            out.append(TurnRecord(episode_id, m["turn_index"], question, answer, m["content"]))
+    return out
+
+
+class StoreReader:
+    """The read half of `Store`: records of runs, episodes, messages, turns and outcomes."""
+
+    conn: sqlite3.Connection
+    path: Path
+    schema_version: int
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store has a table: a store of an older schema opened read-only lacks the newer ones."""
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+    def effective_status(self, run_id: str, status: str) -> str:
+        """A run stored as `running` whose writer is gone (kill -9, SIGTERM, a crash) is `interrupted`.
+
+        Only a run whose lease is still stored can be judged so: a run written without one (by the
+        Python API, or by an older testbed) keeps the status it was stored with.
+        """
+        if status != "running":
+            return status
+        current = lease.holder(self.conn, run_id)
+        return "interrupted" if current is not None and not current.alive() else "running"
+
+    def run_exists(self, run_id: str) -> bool:
+        """Whether the run has a row (it does from `begin_run` on)."""
+        return self.conn.execute("SELECT 1 FROM runs WHERE run_id=?", (run_id,)).fetchone() is not None
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run with its episode counts (`done`, `errors`), newest first: the `testbed runs` listing."""
+        rows = self.conn.execute(
+            """SELECT r.run_id, r.scenario, r.kind, r.status, r.started_at, r.finished_at, r.planned_episodes,
+                      COALESCE(SUM(e.status='done'), 0) AS done, COALESCE(SUM(e.status='error'), 0) AS errors
+               FROM runs r LEFT JOIN episodes e ON e.run_id = r.run_id
+               GROUP BY r.run_id ORDER BY r.started_at DESC"""
+        )
+        return [{**dict(r), "status": self.effective_status(r["run_id"], r["status"])} for r in rows]
+
+    def _run_record(self, row: sqlite3.Row) -> RunRecord:
+        return RunRecord(self.schema_version, row["run_id"], row["scenario"], row["kind"], json.loads(row["spec_json"]),
+                         row["fingerprint"], json.loads(row["versions_json"]), row["git_revision"], row["started_at"],
+                         row["finished_at"], self.effective_status(row["run_id"], row["status"]), row["planned_episodes"])
+
+    def find_run(self, run_id: str) -> RunRecord | None:
+        """The run with exactly this id, or None: for callers that hold a full id and treat a missing run as empty."""
+        row = self.conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return self._run_record(row) if row is not None else None
+
+    def run(self, run_id: str) -> RunRecord:
+        """One run; a unique prefix of the id is enough. StoreError names the known runs when none or several match."""
+        rows = self.conn.execute("SELECT * FROM runs WHERE substr(run_id, 1, ?) = ?", (len(run_id), run_id)).fetchall()
+        exact = [r for r in rows if r["run_id"] == run_id]
+        rows = exact or rows
+        if len(rows) != 1:
+            known = ", ".join(r["run_id"] for r in self.conn.execute("SELECT run_id FROM runs")) or "none"
+            problem = "is ambiguous" if rows else "is not in the store"
+            raise StoreError(f"run {run_id!r} {problem} ({self.path}); runs: {known}")
+        return self._run_record(rows[0])
+
+    def done_episode_ids(self, run_id: str) -> set[str]:
+        """Episodes that finished successfully; a resumed run skips exactly these."""
+        rows = self.conn.execute("SELECT episode_id FROM episodes WHERE run_id=? AND status='done'", (run_id,))
+        return {r[0] for r in rows}
+
+    def episodes(self, run_id: str) -> list[EpisodeRecord]:
+        """Every episode of the run, errored ones too, finished ones first, each in the order written."""
+        rows = self.conn.execute(f"SELECT * FROM episodes WHERE run_id=? ORDER BY {EPISODE_ORDER}", (run_id,))
+        return [episode_from_row(r) for r in rows]
+
+    def episode_counts(self, run_id: str) -> dict[str, int]:
+        """Episodes per status (`done` and `error` always present): how a run decides it is complete."""
+        counts = dict.fromkeys(EPISODE_STATUSES, 0)
+        counts.update(self.conn.execute("SELECT status, COUNT(*) FROM episodes WHERE run_id=? GROUP BY status", (run_id,)).fetchall())
+        return counts
+
+    def error_reasons(self, run_id: str, limit: int = 5) -> list[tuple[str, int]]:
+        """The most frequent error reasons of a run with their counts, so a report never hides why episodes failed."""
+        rows = self.conn.execute(
+            "SELECT error_reason, COUNT(*) FROM episodes WHERE run_id=? AND status='error' GROUP BY error_reason ORDER BY 2 DESC LIMIT ?",
+            (run_id, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def messages(self, run_id: str, episode_id: str) -> list[Message]:
+        """One episode's messages in turn order, as they were written."""
+        rows = self.conn.execute("SELECT * FROM messages WHERE run_id=? AND episode_id=? ORDER BY turn_index", (run_id, episode_id))
+        return [message_from_row(r) for r in rows]
+
+    def turns(self, run_id: str, *, include_errored: bool = False) -> list[TurnRecord]:
+        """Every generated user turn of the run's finished episodes, ordered by episode id and turn index.
+
+        These are the turns judges label and reports count. `include_errored` adds the turns an
+        errored episode wrote before it failed, for looking at them; they are never judged.
+        """
+        status = "" if include_errored else "AND e.status='done'"
+        rows = self.conn.execute(
+            f"""SELECT m.episode_id, m.turn_index, m.role, m.content FROM messages m
+                JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
+                WHERE m.run_id=? {status} AND m.role != 'system' ORDER BY m.episode_id, m.turn_index""",
+            (run_id,),
+        )
+        return [t for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]) for t in episode_turns(eid, list(msgs))]
+
+    def shared_answers(self, run_id: str) -> dict[str, SharedAnswer]:
+        """Shared generations of a run by answer id, so a resumed run reuses them instead of regenerating."""
+        rows = self.conn.execute("SELECT * FROM shared_answers WHERE run_id=?", (run_id,))
+        return {r["answer_id"]: SharedAnswer(r["answer_id"], r["item_id"], _shared_message(r), r["task_score"]) for r in rows}
+
+    def failed_attempts(self, run_id: str) -> list[FailedAttempt]:
+        """Errored attempts that a later attempt replaced, by episode and attempt number (none in older stores)."""
+        if not self.has_table("failed_attempts"):
+            return []
+        rows = self.conn.execute(
+            """SELECT run_id, episode_id, attempt, termination, error_reason, messages, finished_at FROM failed_attempts
+               WHERE run_id=? ORDER BY episode_id, attempt""", (run_id,))
+        return [FailedAttempt(*r) for r in rows]
+
+
+def _shared_message(row: sqlite3.Row) -> Message:
+    return Message(role="assistant", content=row["content"], speaker="", turn_index=0,
+                   sampling=json.loads(row["sampling_json"]) if row["sampling_json"] else None,
+                   usage=Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]),
+                   finish_reason=row["finish_reason"])
