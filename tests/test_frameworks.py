@@ -63,7 +63,7 @@ def test_termination_reasons_are_stored_as_their_strings():
 
 
 def test_an_unknown_framework_names_the_known_ones():
-    with pytest.raises(ValueError, match="unknown framework 'autogen'; known: native"):
+    with pytest.raises(LookupError, match="unknown framework 'autogen': use one of native"):
         framework("autogen")
 
 

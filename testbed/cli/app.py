@@ -118,7 +118,7 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
         sys.stdout.write(render(frame, fmt) + "\n")
 
 
-def _print_perturbation_effects(db, run_id: str, who) -> None:
+def print_perturbation_effects(db, run_id: str, who) -> None:
     """The paired perturbation table, when the run has perturbed episodes."""
     from testbed.analysis.perturbation import perturbation_effects
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Protocol
 
 from testbed.orchestrator import Limits, TerminationReason
 from testbed.participants import Participant
+from testbed.specs.registries import FRAMEWORKS
 from testbed.transcript import Message, Transcript
 
 AfterAssistant = Callable[[Message, Transcript], TerminationReason | None]
 
-FRAMEWORKS = {"native": "testbed.frameworks.native:NativeFramework"}
-"""Framework name → its class, imported when first used."""
 
 
 class Framework(Protocol):
@@ -32,9 +30,6 @@ class Framework(Protocol):
 
 
 def framework(name: str = "native") -> Framework:
-    """The framework registered under `name`; an unknown name is a ValueError listing the known ones."""
-    target = FRAMEWORKS.get(name)
-    if target is None:
-        raise ValueError(f"unknown framework {name!r}; known: {', '.join(sorted(FRAMEWORKS))}")
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    """The framework registered under `name` (testbed.specs.registries.FRAMEWORKS), imported on first use;
+    an unknown name is an UnknownName error listing the known ones."""
+    return FRAMEWORKS.load(name)()

@@ -29,7 +29,7 @@ KINDS.register(
     spec=Ref("testbed.specs.scenario:ProbeScenarioSpec"), limit_field="items",
     resolve=Ref("testbed.specs.loader:check_conversation_slot"),
     report=Ref("testbed.analysis.report:probe_report"),
-    report_tables=(Ref("testbed.cli.app:_print_perturbation_effects"),),
+    report_tables=(Ref("testbed.cli.app:print_perturbation_effects"),),
 )
 KINDS.register(
     "dialogue", "testbed.scenarios.dialogue:DialogueKind",
@@ -102,3 +102,9 @@ def registered(registry: Registry) -> Any:
         return value
 
     return Annotated[str, BeforeValidator(check)]
+
+
+FRAMEWORKS = Registry("framework")
+"""Frameworks: who runs the turn loop (testbed.frameworks). Target: the framework class."""
+
+FRAMEWORKS.register("native", "testbed.frameworks.native:NativeFramework")
