@@ -1,5 +1,7 @@
 """The SQLite schema of the store; `SCHEMA_VERSION` changes whenever a table does."""
 
+import re
+
 SCHEMA_VERSION = 3
 UPGRADABLE_FROM = (1, 2)
 """Older versions whose tables are a subset of this one: opening them adds the new tables."""
@@ -111,3 +113,6 @@ CREATE TABLE IF NOT EXISTS failed_attempts (
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
 """
+
+TABLES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL))
+"""Every table of the schema: a writable store missing one (an early build of this version) gets it on open."""

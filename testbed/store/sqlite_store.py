@@ -17,7 +17,7 @@ from testbed.redaction import redact
 from testbed.store import lease
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer
-from testbed.store.schema import DDL, SCHEMA_VERSION, UPGRADABLE_FROM
+from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
 from testbed.transcript import Message
 
 
@@ -73,7 +73,8 @@ class Store(StoreReader):
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
-        if version != SCHEMA_VERSION:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version != SCHEMA_VERSION or not TABLES <= tables:
             with self.conn:
                 self.conn.executescript(DDL)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))

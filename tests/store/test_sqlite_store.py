@@ -300,3 +300,14 @@ def test_episode_survives_sigkill_right_after_write(tmp_path):
         assert s.run("run-k")["status"] == "running"
     finally:
         s.close()
+
+
+def test_a_current_version_store_missing_a_table_gets_it_on_a_writing_open(tmp_path):
+    path = tmp_path / "store.sqlite"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE failed_attempts")
+    reader = Store(path, readonly=True)
+    assert not reader.has_table("failed_attempts")
+    reader.close()
+    assert Store(path).has_table("failed_attempts")
