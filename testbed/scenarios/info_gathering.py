@@ -59,6 +59,12 @@ def is_final_output(message: Message) -> bool:
     return count_questions(message.content) == 0
 
 
+def released_prompt(scenario: ResolvedScenario, release: FactRelease) -> str:
+    """The information-gathering user prompt holding the facts released so far."""
+    values = {"released_facts": release.statements(), "end_marker": scenario.spec.end_marker}
+    return fill_slots(scenario.user_prompt or "", values)
+
+
 @dataclass
 class FactHoldingUser:
     """The information-gathering user: an instructed dialogue user whose prompt holds the released facts only.
@@ -73,9 +79,7 @@ class FactHoldingUser:
 
     async def respond(self, transcript: Transcript) -> Message:
         """The user's next turn, written with the facts released so far."""
-        s = self.scenario
-        prompt = fill_slots(s.user_prompt or "", {"released_facts": self.release.statements(), "end_marker": s.spec.end_marker})
-        return await self.user.derive(prompt=prompt).respond(transcript)
+        return await self.user.derive(prompt=released_prompt(self.scenario, self.release)).respond(transcript)
 
 
 @dataclass
@@ -98,10 +102,11 @@ class InfoGatheringRunner:
             release.observe(message)
             return None
 
-        user = DialogueUser(s.user, self.context.backends["user"], "instructed", NOTHING_RELEASED, conversation_sampling(self.context, v))
-        user = FactHoldingUser(s, user, release)
+        user = DialogueUser(s.user, self.context.backends["user"], "instructed", released_prompt(s, release),
+                            conversation_sampling(self.context, v))
+        holder = FactHoldingUser(s, user, release)
         transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
-        await run_conversation(self.context, v, transcript, user, after_assistant)
+        await run_conversation(self.context, v, transcript, holder, after_assistant)
 
 
 class InfoGatheringKind:
