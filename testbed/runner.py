@@ -8,6 +8,8 @@ fails in seconds and a resumed run never loses or repeats a finished episode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +19,7 @@ from rich.console import Console
 from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
 from testbed.concurrency import gather_or_cancel
+from testbed.frameworks import check_framework
 from testbed.progress import EpisodeProgress
 from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
@@ -40,13 +43,17 @@ class RunSummary:
     status: str
 
 
-def default_run_id(scenario: ResolvedScenario) -> str:
-    """The same spec gives the same run id, so running it again resumes it."""
-    return f"{scenario.spec.name}-{scenario.fingerprint()}"
+def default_run_id(scenario: ResolvedScenario, framework: str = "native") -> str:
+    """The same spec (and framework) gives the same run id, so running it again resumes it; a native run's
+    id is the scenario name and spec hash, another framework's has the framework's name between them."""
+    middle = "" if framework == "native" else f"{framework}-"
+    return f"{scenario.spec.name}-{middle}{scenario.fingerprint()}"
 
 
-def preflight(scenario: ResolvedScenario) -> None:
-    """Refuse what cannot work, before anything starts: a user mode the backend cannot do, an unknown model."""
+def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
+    """Refuse what cannot work, before anything starts: a user mode the backend cannot do, an unknown model,
+    a scenario the framework cannot run (or a framework that is not installed)."""
+    check_framework(framework, scenario)
     for agent in (scenario.assistant, scenario.user):
         problem = managed_model_problem(agent.spec)
         if problem:
@@ -78,6 +85,8 @@ async def run_scenario(
     console: Console | None = None,
     show_progress: bool = True,
     backends: Mapping[str, Backend] | None = None,
+    framework: str = "native",
+    wire: bool | None = None,
 ) -> RunSummary:
     """Run (or resume) a scenario; every finished episode is committed as it finishes.
 
@@ -85,10 +94,13 @@ async def run_scenario(
     starts anything, and renewed until the end; servers the agents name by URL are checked next, so a dead one is noticed in
     seconds, before the plan is built; managed servers start only when there is work to do.
     `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
-    tests pass scripted ones here.
+    tests pass scripted ones here. `framework` runs the turn loops (testbed.frameworks); `wire` keeps
+    the wire log of every request (default: for every framework but `native`, whose requests are the
+    testbed's own).
     """
-    preflight(scenario)
-    run_id = run_id or default_run_id(scenario)
+    preflight(scenario, framework)
+    run_id = run_id or default_run_id(scenario, framework)
+    wire = framework != "native" if wire is None else wire
     store.acquire_lease(run_id)
     heartbeat = asyncio.create_task(_heartbeat(store, run_id))
     status = "interrupted"
@@ -99,7 +111,7 @@ async def run_scenario(
             total = sum(len(v) for _, v in planned)
             store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
                             fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(),
-                            planned=total)
+                            planned=total, framework=framework)
             done = store.done_episode_ids(run_id)
             pending = [(item, [v for v in variants if v.key.episode_id not in done]) for item, variants in planned]
             pending = [(item, vs) for item, vs in pending if vs]
@@ -107,7 +119,12 @@ async def run_scenario(
             if todo:
                 if not backends:
                     chosen.update(await _backends_from_specs(scenario, pool, managed=True))
-                await _execute(scenario, store, run_id, pending, todo, chosen, console, show_progress)
+                started, cpu = time.perf_counter(), time.process_time()
+                try:
+                    async with wire_recorder(wire) as recorder:
+                        await _execute(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
+                finally:
+                    store.add_run_cost(run_id, time.perf_counter() - started, time.process_time() - cpu)
         counts = _counts(store, run_id)
         status = "done" if counts["done"] == total else "incomplete"
         return RunSummary(run_id, total, total - todo, counts["done"], counts["error"], status)
@@ -143,7 +160,14 @@ async def _heartbeat(store: Store, run_id: str) -> None:
         store.heartbeat(run_id)
 
 
-async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress) -> None:
+def wire_recorder(enabled: bool) -> contextlib.AbstractAsyncContextManager:
+    """The wire recorder of a run that keeps a wire log, else nothing."""
+    from testbed.wire import WireRecorder
+
+    return WireRecorder() if enabled else contextlib.nullcontext()
+
+
+async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None) -> None:
     """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all."""
     limit = max(scenario.assistant.spec.concurrency, 1)
     with EpisodeProgress(scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
@@ -153,7 +177,7 @@ async def _execute(scenario, store, run_id, pending, todo, backends, console, sh
             progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
         context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a),
-                             sink, asyncio.Semaphore(limit))
+                             sink, asyncio.Semaphore(limit), framework, recorder)
         runner = scenario_kind(scenario).runner(context)
         units = iter(pending)
 

@@ -128,7 +128,7 @@ class OpenAICompatibleBackend:
                 f"{self.base_url} does not serve model {self.model!r}; it serves {served[:10]}: fix `model` in the agent spec"
             )
 
-    async def _check_health(self) -> None:
+    async def check_health(self) -> None:
         """Raise BackendUnavailable (and stop every later request) when the server no longer answers."""
         async with self._health_lock:
             checked_at, problem = self._health_checked
@@ -166,13 +166,19 @@ class OpenAICompatibleBackend:
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_cap_s, self.backoff_base_s * 2**attempt) * (0.5 + random.random() / 2)
 
-    async def generate(self, request: GenerateRequest) -> Completion:
-        """Send one chat completion; retry transient failures; raise BackendError with a reason."""
+    def routed(self, base_url: str) -> "RoutedBackend":
+        """This backend sending to another base URL (a recording proxy in front of the same server),
+        sharing its connections, concurrency limit and health state."""
+        return RoutedBackend(self, base_url.rstrip("/"))
+
+    async def generate(self, request: GenerateRequest, *, base_url: str | None = None) -> Completion:
+        """Send one chat completion (to `base_url` when given, else the backend's own); retry transient
+        failures; raise BackendError with a reason."""
         if self._stopped:
             raise BackendUnavailable(self._stopped)
         payload = self._payload(request)
         session = await self._ensure_session()
-        url = f"{self.base_url}/chat/completions"
+        url = f"{base_url or self.base_url}/chat/completions"
         timeout = aiohttp.ClientTimeout(total=self.timeout_s, sock_connect=self.connect_timeout_s)
         last_reason, wait, timeouts, transport = "", 0.0, 0, False
         async with self._semaphore:
@@ -200,7 +206,7 @@ class OpenAICompatibleBackend:
                 except asyncio.TimeoutError:
                     last_reason, transport = f"timed out after {self.timeout_s:g}s at {url}", True
                     timeouts += 1
-                    await self._check_health()
+                    await self.check_health()
                     if timeouts > self.timeout_retries:
                         break
                 except MalformedReply as exc:
@@ -212,7 +218,7 @@ class OpenAICompatibleBackend:
                 except Exception as exc:  # whatever else a strange reply makes the client raise
                     last_reason = f"unreadable reply from {url}: {redact(describe(exc))[:200]}"
         if transport:
-            await self._check_health()
+            await self.check_health()
         raise BackendError(f"{last_reason} (gave up after {attempt + 1} attempts)", retryable=True)
 
     async def close(self) -> None:
@@ -220,6 +226,27 @@ class OpenAICompatibleBackend:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class RoutedBackend:
+    """An OpenAI-compatible backend's requests sent through another base URL (one episode's route
+    through the wire recorder); everything else is the backend's own."""
+
+    def __init__(self, inner: OpenAICompatibleBackend, base_url: str):
+        self.inner = inner
+        self.base_url = base_url
+        self.name, self.model, self.capabilities = inner.name, inner.model, inner.capabilities
+        self.api_key_env = inner.api_key_env
+
+    async def start(self) -> None:
+        """Nothing to start: the backend it routes was started by its pool."""
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        """The backend's `generate`, sent to this route."""
+        return await self.inner.generate(request, base_url=self.base_url)
+
+    async def close(self) -> None:
+        """Nothing to close: the routed backend's pool closes it."""
 
 
 def _json(raw: bytes) -> Any:

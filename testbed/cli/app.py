@@ -36,18 +36,24 @@ def run(
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
     judge: Annotated[bool, typer.Option(help="label the user turns with the local classifier when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    framework: Annotated[str, typer.Option("--framework", help="who runs the turn loop: native | autogen | langgraph | camel")] = "native",
+    user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes, replacing the scenario's (e.g. instructed)")] = None,
+    wire: Annotated[Optional[bool], typer.Option("--wire/--no-wire", help="keep the wire log of every request (default: on for every framework but native)")] = None,
 ) -> None:
     """Run a scenario (or resume it: finished episodes are kept, the rest are done)."""
-    from testbed.runner import run_scenario
+    from testbed.frameworks.base import FrameworkNotInstalled
+    from testbed.runner import preflight, run_scenario
     from testbed.specs.loader import load_scenario
 
     try:
-        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit)
-    except (SpecError, FileNotFoundError) as exc:
+        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
+        preflight(scenario, framework)
+    except (SpecError, FileNotFoundError, LookupError, FrameworkNotInstalled) as exc:
         fail(str(exc))
     db = open_store(store, create=True)
     try:
-        summary = run_async(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet))
+        summary = run_async(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet,
+                                         framework=framework, wire=wire))
     except (SpecError, StoreError) as exc:
         fail(str(exc))
     except BackendError as exc:
@@ -70,15 +76,20 @@ def run(
         raise typer.Exit(1)
 
 
+def split_list(value: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
 @app.command()
 def runs(store: StoreOpt = None) -> None:
     """List the runs in the store, newest first."""
     db = open_store(store, readonly=True)
     table = Table(title=f"runs in {db.path}")
-    for col in ("run id", "scenario", "status", "done", "errors", "planned", "started", "finished"):
+    for col in ("run id", "scenario", "framework", "status", "done", "errors", "planned", "started", "finished"):
         table.add_column(col)
     for r in db.runs():
-        table.add_row(r["run_id"], r["scenario"], r["status"], str(r["done"] or 0), str(r["errors"] or 0),
+        table.add_row(r["run_id"], r["scenario"], db.framework_of(r["run_id"]), r["status"], str(r["done"] or 0), str(r["errors"] or 0),
                       str(r["planned_episodes"]), r["started_at"][:19], (r["finished_at"] or "")[:19])
     console.print(table)
 

@@ -36,9 +36,9 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def say(*parts: str | tuple[str, str]) -> None:
-    """Print a line of plain and (text, style) parts; nothing in it is read as markup."""
-    console.print(Text.assemble(*(p if isinstance(p, tuple) else redact(p) for p in parts)), soft_wrap=True)
+def say(*parts: str | tuple[str, str], to: Console | None = None) -> None:
+    """Print a line of plain and (text, style) parts (on `to`, stdout by default); nothing in it is read as markup."""
+    (to or console).print(Text.assemble(*(p if isinstance(p, tuple) else redact(p) for p in parts)), soft_wrap=True)
 
 
 def open_store(path: Path | None, *, create: bool = False, readonly: bool = False):

@@ -1,17 +1,22 @@
-"""The framework seam: one protocol for every turn loop, and the lookup by name."""
+"""The framework seam: one protocol for every turn loop, the lookup by name, and what each can run."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Protocol
 
 from testbed.orchestrator import Limits, TerminationReason
 from testbed.participants import Participant
+from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
 from testbed.transcript import Message, Transcript
 
 AfterAssistant = Callable[[Message, Transcript], TerminationReason | None]
 
+
+class FrameworkNotInstalled(RuntimeError):
+    """A framework whose optional packages are missing; the message says which extra to install."""
 
 
 class Framework(Protocol):
@@ -31,5 +36,52 @@ class Framework(Protocol):
 
 def framework(name: str = "native") -> Framework:
     """The framework registered under `name` (testbed.specs.registries.FRAMEWORKS), imported on first use;
-    an unknown name is an UnknownName error listing the known ones."""
+    an unknown name is an UnknownName error listing the known ones, a missing package FrameworkNotInstalled."""
+    require_installed(name)
     return FRAMEWORKS.load(name)()
+
+
+def require_installed(name: str) -> None:
+    """Raise FrameworkNotInstalled, naming the extra, when a module the framework needs is missing."""
+    entry = FRAMEWORKS.get(name)
+    missing = [m for m in entry.meta.get("modules", ()) if not _importable(m)]
+    if missing:
+        raise FrameworkNotInstalled(
+            f"framework {name} is not installed (no module {missing[0]}): install the `{entry.meta.get('extra')}` extra "
+            f"with .venv/bin/python -m pip install -e '.[{entry.meta.get('extra')}]' (scripts/bootstrap.sh installs it)"
+        )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def supported_modes(name: str, modes) -> list[str]:
+    """The user modes among `modes` the framework can run, in their order."""
+    allowed = FRAMEWORKS.get(name).meta.get("user_modes")
+    return [m for m in modes if allowed is None or m in allowed]
+
+
+def check_framework(name: str, scenario) -> None:
+    """Refuse, before anything starts, a scenario the framework cannot run as asked: a kind, a user mode or
+    a backend it has no way to do. Never a silent fallback to another framework."""
+    entry = FRAMEWORKS.get(name)
+    spec = scenario.spec
+    kinds = entry.meta.get("kinds")
+    if kinds is not None and spec.kind not in kinds:
+        raise SpecError(scenario.path, "kind", f"framework {name} cannot run a `{spec.kind}` scenario (it runs {', '.join(kinds)})",
+                        "use --framework native for this scenario")
+    modes = getattr(spec, "user_modes", ())
+    unsupported = [m for m in modes if m not in supported_modes(name, modes)]
+    if unsupported:
+        raise SpecError(scenario.path, "user_modes", f"framework {name} cannot run user mode {unsupported[0]} (its model client cannot "
+                        "continue the chat template's user turn)", "pass --user-modes instructed (or set user_modes: [instructed]), or use --framework native")
+    backends = entry.meta.get("backends")
+    for agent in (scenario.assistant, scenario.user):
+        if backends is not None and agent.spec.backend not in backends:
+            raise SpecError(agent.path, "backend", f"framework {name} talks to OpenAI-compatible servers; agent {agent.spec.name} "
+                            f"uses backend `{agent.spec.backend}`", f"use one of: {', '.join(backends)}")
+    require_installed(name)

@@ -56,6 +56,10 @@ class RunContext:
     save_shared: Callable[[SharedAnswer], None]
     sink: Sink
     slots: asyncio.Semaphore | None = field(default=None, compare=False)
+    framework: str = "native"
+    """Who runs the turn loops (testbed.frameworks)."""
+    wire: Any = field(default=None, compare=False)
+    """The wire recorder (testbed.wire.WireRecorder) every episode's requests go through, or None for no wire log."""
 
     def slot(self) -> contextlib.AbstractAsyncContextManager:
         """Hold one of the run's episode slots while generating (no limit when the run set none)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
@@ -17,6 +17,8 @@ from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
+from testbed.wire.attribution import attribute
+from testbed.wire.routing import routed
 
 
 @dataclass(frozen=True)
@@ -88,17 +90,34 @@ async def run_conversation(
     """Converse on `transcript` and hand the episode to the sink: done with its termination, or
     error with the reason and the turns so far. Every multi-turn kind ends its episodes here."""
     spec = context.scenario.spec
-    assistant = Assistant(context.scenario.assistant, context.backends["assistant"])
+    assistant: Participant = Assistant(context.scenario.assistant, context.backends["assistant"])
+    tap = context.wire.open_tap() if context.wire is not None else None
+    if tap is not None:
+        assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
     try:
         async with context.slot():
-            termination = await framework().converse(transcript, assistant, user, limits_of(spec), after_assistant)
+            termination = await framework(context.framework).converse(transcript, assistant, user, limits_of(spec), after_assistant)
     except BackendUnavailable:
         raise
     except BackendError as exc:
+        await check_servers(context)
         outcome = EpisodeOutcome(variant_.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
     else:
         outcome = EpisodeOutcome(variant_.key, transcript.messages, "done", termination, None, score(transcript), transcript.usage())
+    if tap is not None:
+        outcome = replace(outcome, wire=attribute(tap.take(), transcript))
     await emit(context.sink, outcome)
+
+
+async def check_servers(context: RunContext) -> None:
+    """After a framework's episode failed, stop the run (BackendUnavailable) if a server no longer answers:
+    a framework's own client cannot tell the testbed, and every remaining episode would fail alike."""
+    if context.framework == "native":
+        return
+    for backend in {id(b): b for b in context.backends.values()}.values():
+        check = getattr(backend, "check_health", None)
+        if check is not None:
+            await check()
 
 
 def conversation_sampling(context: RunContext, v: EpisodeVariant):

@@ -146,6 +146,7 @@ def load_scenario(
     assistant: str | Path | None = None,
     user: str | Path | None = None,
     limit: int | None = None,
+    user_modes: list[str] | None = None,
 ) -> ResolvedScenario:
     """Load a scenario and its agents; command-line overrides replace the spec's own choices."""
     path = resolve_spec_path(ref, "scenarios")
@@ -158,6 +159,8 @@ def load_scenario(
     selection = entry.meta.get("limit_field", "items")
     if limit is not None and isinstance(data.get(selection) or {}, dict):
         data = {**data, selection: {**(data.get(selection) or {}), "limit": limit}}
+    if user_modes is not None:
+        data = {**data, "user_modes": list(user_modes)}
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:

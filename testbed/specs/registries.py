@@ -107,4 +107,16 @@ def registered(registry: Registry) -> Any:
 FRAMEWORKS = Registry("framework")
 """Frameworks: who runs the turn loop (testbed.frameworks). Target: the framework class."""
 
-FRAMEWORKS.register("native", "testbed.frameworks.native:NativeFramework")
+FRAMEWORKS.register("native", "testbed.frameworks.native:NativeFramework", kinds=None, user_modes=None, modules=(), backends=None)
+"""`kinds`, `user_modes`, `backends`: what a framework can run (None: anything); `modules`: what must be
+importable for it, from the optional `extra`."""
+_AGENT_FRAMEWORK = dict(kinds=("dialogue",), user_modes=("instructed",), extra="frameworks", backends=("vllm", "openai"))
+"""What the agent frameworks can run: dialogues, with an instructed user, against OpenAI-compatible servers.
+Raw user mode needs the chat template's user turn continued, which no framework's model client can
+ask for; information gathering releases a persona's hidden facts turn by turn, which a framework
+agent's fixed system message cannot do; the probe has no turn loop to hand over."""
+FRAMEWORKS.register("autogen", "testbed.frameworks.autogen_chat:AutoGenFramework", modules=("autogen_agentchat", "autogen_ext.models.openai"),
+                    **_AGENT_FRAMEWORK)
+FRAMEWORKS.register("langgraph", "testbed.frameworks.langgraph_graph:LangGraphFramework", modules=("langgraph", "langchain_openai"),
+                    **_AGENT_FRAMEWORK)
+FRAMEWORKS.register("camel", "testbed.frameworks.camel_roleplay:CamelFramework", modules=("camel",), **_AGENT_FRAMEWORK)

@@ -16,8 +16,9 @@ from testbed.store.records import (
     RunRecord,
     SharedAnswer,
     TurnRecord,
+    WireRecord,
 )
 from testbed.store.sqlite_store import Store, StoreError, default_store_path
 
 __all__ = ["EpisodeKey", "EpisodeOutcome", "EpisodeRecord", "FailedAttempt", "JudgeIdentity", "LabelRecord", "LabelRow",
-           "RunRecord", "SharedAnswer", "Store", "StoreError", "TurnRecord", "default_store_path"]
+           "RunRecord", "SharedAnswer", "Store", "StoreError", "TurnRecord", "WireRecord", "default_store_path"]

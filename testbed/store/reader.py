@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.store import lease
-from testbed.store.records import EpisodeKey, EpisodeRecord, FailedAttempt, RunRecord, SharedAnswer, TurnRecord
+from testbed.store.records import EpisodeKey, EpisodeRecord, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.transcript import Message, Usage, generated_user_turns
 
 EPISODE_STATUSES = ("done", "error")
@@ -47,6 +47,13 @@ def episode_from_row(row: sqlite3.Row) -> EpisodeRecord:
     key = EpisodeKey(*(row[f.name] for f in fields(EpisodeKey)))
     return EpisodeRecord(row["run_id"], key, row["status"], row["termination"], row["error_reason"], row["task_score"],
                          Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]), row["finished_at"])
+
+
+def wire_from_row(row: sqlite3.Row) -> WireRecord:
+    """Rebuild a WireRecord from a stored `wire_requests` row."""
+    return WireRecord(row["seq"], row["role"], row["path"], json.loads(row["request_json"]), row["status"],
+                      json.loads(row["response_json"]), row["prompt_tokens"], row["completion_tokens"], row["latency_s"],
+                      row["sent_at"], row["turn_index"])
 
 
 def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
@@ -105,7 +112,47 @@ class StoreReader:
     def _run_record(self, row: sqlite3.Row) -> RunRecord:
         return RunRecord(self.schema_version, row["run_id"], row["scenario"], row["kind"], json.loads(row["spec_json"]),
                          row["fingerprint"], json.loads(row["versions_json"]), row["git_revision"], row["started_at"],
-                         row["finished_at"], self.effective_status(row["run_id"], row["status"]), row["planned_episodes"])
+                         row["finished_at"], self.effective_status(row["run_id"], row["status"]), row["planned_episodes"],
+                         self.framework_of(row["run_id"]))
+
+    def framework_of(self, run_id: str) -> str:
+        """The framework that ran the run's turn loops (`native` for runs stored before frameworks were recorded)."""
+        if not self.has_table("run_frameworks"):
+            return "native"
+        row = self.conn.execute("SELECT framework FROM run_frameworks WHERE run_id=?", (run_id,)).fetchone()
+        return row[0] if row is not None else "native"
+
+    def run_cost(self, run_id: str) -> tuple[float, float] | None:
+        """The run's wall time and the client process's CPU time in seconds, summed over its invocations; None if unknown."""
+        if not self.has_table("run_frameworks"):
+            return None
+        row = self.conn.execute("SELECT wall_s, client_cpu_s FROM run_frameworks WHERE run_id=?", (run_id,)).fetchone()
+        return (row[0], row[1]) if row is not None else None
+
+    def wire(self, run_id: str, episode_id: str | None = None, turn: int | None = None) -> list[WireRecord]:
+        """The recorded requests of a run, of one episode, or of one turn of it, in the order sent."""
+        if not self.has_table("wire_requests"):
+            return []
+        sql, args = "SELECT * FROM wire_requests WHERE run_id=?", [run_id]
+        if episode_id is not None:
+            sql, args = sql + " AND episode_id=?", [*args, episode_id]
+        if turn is not None:
+            sql, args = sql + " AND turn_index=?", [*args, turn]
+        rows = self.conn.execute(sql + " ORDER BY episode_id, seq", args)
+        return [wire_from_row(r) for r in rows]
+
+    def wire_episodes(self, run_id: str) -> dict[str, list[WireRecord]]:
+        """Every episode's recorded requests, by episode id."""
+        out: dict[str, list[WireRecord]] = {}
+        for eid, rows in groupby(self._wire_rows(run_id), key=lambda pair: pair[0]):
+            out[eid] = [w for _, w in rows]
+        return out
+
+    def _wire_rows(self, run_id: str):
+        if not self.has_table("wire_requests"):
+            return
+        for r in self.conn.execute("SELECT * FROM wire_requests WHERE run_id=? ORDER BY episode_id, seq", (run_id,)):
+            yield r["episode_id"], wire_from_row(r)
 
     def find_run(self, run_id: str) -> RunRecord | None:
         """The run with exactly this id, or None: for callers that hold a full id and treat a missing run as empty."""

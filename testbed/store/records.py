@@ -63,6 +63,8 @@ class EpisodeOutcome:
     """The assistant's task score, when the item can be scored."""
     usage: Usage = Usage()
     """Tokens and time generated in the episode."""
+    wire: tuple["WireRecord", ...] = ()
+    """Every request sent to a model in the episode, attributed to turns (empty when the run kept no wire log)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,8 @@ class RunRecord:
     """The effective status (`Store.effective_status`): done, incomplete, running, interrupted or failed."""
     planned_episodes: int
     """Episodes the run planned, at its last start."""
+    framework: str = "native"
+    """The framework that ran its turn loops (testbed.frameworks)."""
 
     def __getitem__(self, name: str) -> Any:
         if name not in _RUN_FIELDS:
@@ -258,3 +262,50 @@ class FailedAttempt:
     """How many messages the attempt had stored (they are not kept, its outcome is)."""
     finished_at: str
     """When the failed attempt was written."""
+
+
+@dataclass(frozen=True)
+class WireRecord:
+    """One request a framework sent to a model server, as the wire recorder saw it."""
+
+    seq: int
+    """Order within the episode (0 first)."""
+    role: str
+    """Whose request it was: `assistant` or `user`."""
+    path: str
+    """The path below the participant's base URL (`chat/completions`)."""
+    request: Any
+    """The request body as sent: decoded JSON, or the text when it was not JSON."""
+    status: int
+    """HTTP status of the reply (502 when the server could not be reached)."""
+    response: Any
+    """The reply body: decoded JSON, or the text when it was not JSON (a stream, an error page)."""
+    prompt_tokens: int | None
+    """Prompt tokens the server reported, when it did."""
+    completion_tokens: int | None
+    """Completion tokens the server reported, when it did."""
+    latency_s: float
+    """Seconds from sending the request to the whole reply."""
+    sent_at: float
+    """When it was sent (Unix time)."""
+    turn_index: int | None = None
+    """The turn the request produced (a retry counts for the turn it was retrying); None before attribution."""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages of the request ([] when the body had none)."""
+        found = self.request.get("messages") if isinstance(self.request, dict) else None
+        return found if isinstance(found, list) else []
+
+    @property
+    def reply(self) -> str | None:
+        """The text of the first choice, when the reply had one."""
+        try:
+            return self.response["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            return None
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The request's sampling fields (everything but the model and the messages)."""
+        return {k: v for k, v in self.request.items() if k not in ("messages", "model")} if isinstance(self.request, dict) else {}

@@ -2,8 +2,8 @@
 
 import re
 
-SCHEMA_VERSION = 3
-UPGRADABLE_FROM = (1, 2)
+SCHEMA_VERSION = 4
+UPGRADABLE_FROM = (1, 2, 3)
 """Older versions whose tables are a subset of this one: opening them adds the new tables."""
 
 DDL = """
@@ -109,6 +109,28 @@ CREATE TABLE IF NOT EXISTS failed_attempts (
     messages INTEGER NOT NULL DEFAULT 0,
     finished_at TEXT NOT NULL,
     UNIQUE (run_id, episode_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS run_frameworks (
+    run_id TEXT PRIMARY KEY,
+    framework TEXT NOT NULL,
+    wall_s REAL NOT NULL DEFAULT 0,
+    client_cpu_s REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS wire_requests (
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    turn_index INTEGER,
+    path TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    response_json TEXT NOT NULL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    latency_s REAL NOT NULL,
+    sent_at REAL NOT NULL,
+    PRIMARY KEY (run_id, episode_id, seq)
 );
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);

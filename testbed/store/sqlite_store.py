@@ -16,7 +16,7 @@ from pathlib import Path
 from testbed.redaction import redact
 from testbed.store import lease
 from testbed.store.reader import StoreError, StoreReader, message_from_row
-from testbed.store.records import EpisodeOutcome, SharedAnswer
+from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
 from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
 from testbed.transcript import Message
 
@@ -116,10 +116,16 @@ class Store(StoreReader):
         self.conn.close()
 
     def begin_run(self, run_id: str, *, scenario: str, kind: str, spec: dict, fingerprint: str,
-                  versions: dict, git_revision: str | None, planned: int) -> bool:
-        """Create the run, or mark an existing one running again; True when it already existed."""
+                  versions: dict, git_revision: str | None, planned: int, framework: str = "native") -> bool:
+        """Create the run, or mark an existing one running again; True when it already existed.
+
+        A run belongs to one framework: resuming it under another is refused.
+        """
         existing = self.conn.execute("SELECT fingerprint FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if existing is not None and (stored := self.framework_of(run_id)) != framework:
+            raise StoreError(f"run {run_id} was run with framework {stored}, not {framework}: pass another --run-id")
         with self.conn:
+            self.conn.execute("INSERT OR IGNORE INTO run_frameworks (run_id, framework) VALUES (?, ?)", (run_id, framework))
             if existing is None:
                 self.conn.execute(
                     "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,NULL,'running',?)",
@@ -130,6 +136,12 @@ class Store(StoreReader):
                 raise StoreError(f"run {run_id} exists with a different spec: pass another --run-id to start a new run")
             self.conn.execute("UPDATE runs SET status='running', finished_at=NULL, planned_episodes=? WHERE run_id=?", (planned, run_id))
             return True
+
+    def add_run_cost(self, run_id: str, wall_s: float, client_cpu_s: float) -> None:
+        """Add one invocation's wall time and the client process's CPU time to the run's totals."""
+        with self.conn:
+            self.conn.execute("UPDATE run_frameworks SET wall_s = wall_s + ?, client_cpu_s = client_cpu_s + ? WHERE run_id=?",
+                              (wall_s, client_cpu_s, run_id))
 
     def finish_run(self, run_id: str, status: str) -> None:
         """Record how the run ended (`done`, `incomplete`, `interrupted`, `failed`)."""
@@ -155,6 +167,7 @@ class Store(StoreReader):
             if existing is not None:
                 self._keep_failed_attempt(run_id, k.episode_id)
                 self.conn.execute("DELETE FROM messages WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
+                self.conn.execute("DELETE FROM wire_requests WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
                 self.conn.execute("DELETE FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
             self.conn.execute(
                 "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -166,6 +179,10 @@ class Store(StoreReader):
             self.conn.executemany(
                 "INSERT INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(run_id, k.episode_id, *_message_row(m)) for m in outcome.messages],
+            )
+            self.conn.executemany(
+                "INSERT INTO wire_requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, k.episode_id, *_wire_row(w)) for w in outcome.wire],
             )
         return True
 
@@ -190,6 +207,11 @@ class Store(StoreReader):
                 (run_id, answer.answer_id, answer.item_id, m.content, answer.task_score, json.dumps(m.sampling),
                  m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason),
             )
+
+
+def _wire_row(w: WireRecord) -> tuple:
+    return (w.seq, w.role, w.turn_index, w.path, redact(json.dumps(w.request)), w.status, redact(json.dumps(w.response)),
+            w.prompt_tokens, w.completion_tokens, w.latency_s, w.sent_at)
 
 
 def _message_row(m: Message) -> tuple:

@@ -63,8 +63,8 @@ def test_termination_reasons_are_stored_as_their_strings():
 
 
 def test_an_unknown_framework_names_the_known_ones():
-    with pytest.raises(LookupError, match="unknown framework 'autogen': use one of native"):
-        framework("autogen")
+    with pytest.raises(LookupError, match="unknown framework 'crewai': use one of native, autogen, langgraph, camel"):
+        framework("crewai")
 
 
 def test_the_native_framework_satisfies_the_protocol():

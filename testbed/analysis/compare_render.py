@@ -1,0 +1,91 @@
+"""The framework comparison as a rich table, Markdown, CSV or JSON (testbed compare)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+
+import pandas as pd
+from rich.table import Table
+
+from testbed.analysis.framework_compare import label_mix_text
+
+
+def _rate(r: pd.Series, key: str, lo: str, hi: str) -> str:
+    value = r.get(key)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.1%} ({r[lo]:.0%}–{r[hi]:.0%})"
+
+
+def _num(value, fmt: str = "{:.1f}") -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt.format(value)
+
+
+def _signed(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.1%}"
+
+
+COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
+    ("framework", lambda r: r.framework),
+    ("episodes", lambda r: str(r.episodes)),
+    ("errors", lambda r: str(r.errors)),
+    ("user turns (scored)", lambda r: f"{r.user_turns} ({r.scored_turns})"),
+    ("follow-up (95% CI)", lambda r: _rate(r, "followup_rate", "followup_lo", "followup_hi")),
+    ("label mix (95% CI)", lambda r: label_mix_text(r.label_mix)),
+    ("drift (95% CI)", lambda r: _rate(r, "drift_share", "drift_lo", "drift_hi")),
+    ("median onset", lambda r: _num(r.median_onset, "{:g}")),
+    ("terminations", lambda r: ", ".join(f"{k} {v}" for k, v in r.terminations.items()) or "n/a"),
+    ("prompt tok/turn", lambda r: _num(r.prompt_tokens_per_turn)),
+    ("completion tok/turn", lambda r: _num(r.completion_tokens_per_turn)),
+    ("wall s", lambda r: _num(r.wall_s)),
+    ("client CPU ms/turn", lambda r: _num(r.client_cpu_ms_per_turn)),
+    ("user turns ≠ native (95% CI)", lambda r: _rate(r, "turns_differ", "turns_differ_lo", "turns_differ_hi")),
+    ("Δ follow-up vs native", lambda r: _signed(r.get("followup_change"))),
+]
+
+REQUEST_COLUMNS = [("framework", "framework"), ("messages", "messages"), ("roles as sent", "roles"),
+                   ("user's own turns as", "own_turns_as"), ("task text", "task_at"), ("system prompt", "system_prompt"),
+                   ("sampling sent", "sampling")]
+
+
+def _rows(frame: pd.DataFrame) -> list[list[str]]:
+    return [[show(r) for _, show in COLUMNS] for _, r in frame.iterrows()]
+
+
+def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | None, title: str) -> list[Table]:
+    """The comparison, and how each framework's simulated user saw the same turn, as rich tables."""
+    table = Table(title=title)
+    for name, _ in COLUMNS:
+        table.add_column(name, overflow="fold")
+    for row in _rows(frame):
+        table.add_row(*row)
+    tables = [table]
+    if requests:
+        shapes = Table(title=f"the simulated user's second request in episode {episode}, as each framework sent it (testbed wire)")
+        for name, _ in REQUEST_COLUMNS:
+            shapes.add_column(name, overflow="fold")
+        for r in requests:
+            shapes.add_row(*(str(r[key]) for _, key in REQUEST_COLUMNS))
+        tables.append(shapes)
+    return tables
+
+
+def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | None, fmt: str) -> str:
+    """The comparison as Markdown (with the request shapes), CSV (the numbers) or JSON (everything)."""
+    if fmt == "json":
+        return json.dumps({"frameworks": json.loads(frame.to_json(orient="records")), "requests": {"episode": episode, "shapes": requests}},
+                          indent=2)
+    if fmt == "csv":
+        flat = frame.assign(label_mix=[json.dumps(m) for m in frame.label_mix], terminations=[json.dumps(t) for t in frame.terminations])
+        return flat.to_csv(index=False).rstrip("\n")
+    if fmt != "markdown":
+        raise ValueError(f"unknown format {fmt!r}; use table, markdown, csv or json")
+    lines = ["| " + " | ".join(n for n, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows(frame)]
+    if requests:
+        lines += ["", f"The simulated user's second request in episode {episode}:", "",
+                  "| " + " | ".join(n for n, _ in REQUEST_COLUMNS) + " |", "|" + "---|" * len(REQUEST_COLUMNS)]
+        lines += ["| " + " | ".join(str(r[k]).replace("|", "\\|") for _, k in REQUEST_COLUMNS) + " |" for r in requests]
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""`testbed compare` and `testbed wire`: the same scenario under several frameworks, and what each sent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, open_store, run_async, say, split_list
+from testbed.cli.shell import Terminated
+from testbed.specs.errors import SpecError
+from testbed.store.sqlite_store import StoreError
+
+COMPARE_FORMATS = ("table", "markdown", "csv", "json")
+
+
+def _frameworks(names: str) -> list[str]:
+    from testbed.specs.registries import FRAMEWORKS
+
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    if not chosen:
+        fail("--frameworks is empty: name at least one, e.g. --frameworks native,autogen")
+    if len(set(chosen)) != len(chosen):
+        fail(f"--frameworks names one twice ({names}): name each once")
+    for name in chosen:
+        try:
+            FRAMEWORKS.get(name)
+        except LookupError as exc:
+            fail(str(exc))
+    return chosen
+
+
+@app.command()
+def compare(
+    spec: Annotated[str, typer.Argument(help="scenario spec: a YAML path or a built-in name (e.g. dialogue-gsm8k)")],
+    frameworks: Annotated[str, typer.Option("--frameworks", help="comma-separated: native,autogen,langgraph,camel")] = "native,autogen,langgraph,camel",
+    limit: Annotated[Optional[int], typer.Option(min=1, help="number of dataset items")] = None,
+    user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes (default: those every framework compared can run)")] = None,
+    assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
+    user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user, replacing the scenario's")] = None,
+    judge: Annotated[str, typer.Option("--judge", "-j", help="who labels every user turn: local | followup | failure-modes | a judge spec")] = "local",
+    format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
+    store: StoreOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+) -> None:
+    """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
+    and print the frameworks side by side, paired with `native` on the same episodes."""
+    from testbed.backends.base import BackendError
+    from testbed.frameworks.base import FrameworkNotInstalled, supported_modes
+    from testbed.judges.runner import judge_run
+    from testbed.judges.specs import load_judge
+    from testbed.runner import preflight, run_scenario
+    from testbed.specs.loader import load_scenario
+
+    if format not in COMPARE_FORMATS:
+        fail(f"unknown --format {format!r}; use one of {', '.join(COMPARE_FORMATS)}")
+    chosen = _frameworks(frameworks)
+    out = console if format == "table" else err_console
+    try:
+        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
+        common = [m for m in scenario.spec.user_modes if all(m in supported_modes(n, [m]) for n in chosen)]
+        if user_modes is None and common and common != list(scenario.spec.user_modes):
+            left_out = [m for m in scenario.spec.user_modes if m not in common]
+            say(f"user mode(s) {', '.join(left_out)} left out: not every framework compared can run them "
+                f"(comparing {', '.join(common)}; pass --user-modes to choose)", to=out)
+            scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=common)
+        for name in chosen:
+            preflight(scenario, name)
+        labeller = load_judge(judge)
+    except (SpecError, FileNotFoundError, FrameworkNotInstalled) as exc:
+        fail(str(exc))
+    db = open_store(store, create=True)
+    runs, identities, incomplete = {}, {}, []
+    for name in chosen:
+        try:
+            summary = run_async(run_scenario(scenario, db, console=out, show_progress=not quiet, framework=name, wire=True))
+            labelled = run_async(judge_run(db, summary.run_id, labeller, console=console, show_progress=False))
+        except (SpecError, StoreError) as exc:
+            fail(str(exc))
+        except BackendError as exc:
+            fail(f"{name}: {exc.reason}\nThe comparison stopped; " + KEPT.format(path=db.path))
+        except (KeyboardInterrupt, Terminated):
+            fail("stopped; " + KEPT.format(path=db.path), 130)
+        runs[name], identities[name] = summary.run_id, labelled.identity
+        if summary.status != "done":
+            incomplete.append(name)
+        say(f"{name}: run ", (summary.run_id, "bold"), f" {summary.done}/{summary.planned} episodes done, {summary.errors} errors; "
+            f"{labelled.scored} new user turns labelled by {labelled.identity}", to=out)
+    _print_comparison(db, runs, identities, format, scenario.spec.name)
+    if incomplete:
+        raise typer.Exit(1)
+
+
+def _print_comparison(db, runs: dict[str, str], identities: dict, fmt: str, scenario: str) -> None:
+    from testbed.analysis.compare_render import comparison_tables, comparison_text
+    from testbed.analysis.framework_compare import compare_frameworks
+    from testbed.analysis.wire_shape import compare_requests
+
+    frame = compare_frameworks(db, runs, identities)
+    episode, shapes = compare_requests(db, runs)
+    if fmt == "table":
+        who = ", ".join(sorted({str(i) for i in identities.values() if i is not None})) or "no judge"
+        for table in comparison_tables(frame, shapes, episode, f"{scenario}: frameworks compared (labels by {who})"):
+            console.print(table)
+    else:
+        sys.stdout.write(comparison_text(frame, shapes, episode, fmt) + "\n")
+
+
+@app.command()
+def wire(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    episode: Annotated[str, typer.Argument(help="episode id (a unique prefix is enough)")],
+    turn: Annotated[Optional[int], typer.Option("--turn", "-t", help="only the requests that produced this turn index")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    store: StoreOpt = None,
+) -> None:
+    """Print the exact requests a run's framework sent for an episode (or one turn): messages with roles and names,
+    sampling, the reply, tokens and latency, as the wire recorder saw them."""
+    if format not in ("text", "json"):
+        fail(f"unknown --format {format!r}; use text or json")
+    db = open_store(store, readonly=True)
+    try:
+        run = db.run(run_id)
+    except StoreError as exc:
+        fail(str(exc))
+    records = db.wire(run.run_id)
+    episodes = sorted({eid for eid in db.wire_episodes(run.run_id) if eid.startswith(episode)})
+    if not records:
+        fail(f"run {run.run_id} has no wire log: run it with --wire (every framework but native keeps one by default)")
+    if len(episodes) != 1:
+        known = ", ".join(sorted(db.wire_episodes(run.run_id))[:8])
+        fail(f"episode {episode!r} {'is ambiguous' if episodes else 'has no wire log'} in run {run.run_id}; episodes with one: {known} …")
+    chosen = db.wire(run.run_id, episodes[0], turn)
+    if not chosen:
+        turns = sorted({w.turn_index for w in db.wire(run.run_id, episodes[0]) if w.turn_index is not None})
+        fail(f"no request produced turn {turn} of episode {episodes[0]}; turns with requests: {turns}")
+    if format == "json":
+        sys.stdout.write(json.dumps([_as_dict(w) for w in chosen], indent=2) + "\n")
+        return
+    say(f"run {run.run_id} ({run.framework}), episode {episodes[0]}: {len(chosen)} request(s)")
+    for w in chosen:
+        _print_record(w)
+
+
+def _as_dict(w) -> dict:
+    from dataclasses import asdict
+
+    return asdict(w)
+
+
+def _print_record(w) -> None:
+    tokens = f"{w.prompt_tokens} prompt + {w.completion_tokens} completion tokens" if w.prompt_tokens is not None else "no usage"
+    say((f"#{w.seq} {w.role} → turn {w.turn_index}", "bold"), f": HTTP {w.status}, {w.latency_s * 1000:.0f} ms, {tokens}")
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("role")
+    table.add_column("name")
+    table.add_column("content", overflow="fold")
+    for i, m in enumerate(w.messages):
+        table.add_row(str(i), str(m.get("role")), str(m.get("name") or ""), str(m.get("content")))
+    table.add_row("→", "reply", "", str(w.reply if w.reply is not None else w.response))
+    console.print(table)
+    console.print("sampling sent: " + (", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(w.sampling.items())) or "none"), markup=False)

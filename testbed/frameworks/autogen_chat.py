@@ -1,0 +1,122 @@
+"""AutoGen AgentChat 0.7: the assistant and the simulated user as two `AssistantAgent`s in a `RoundRobinGroupChat`.
+
+Built the way AgentChat's documentation builds a two-agent team: each agent has its own
+`OpenAIChatCompletionClient` pointed at its model's server (base_url, a `model_info` for a model
+OpenAI does not know, the sampling as create arguments), the team is started with the opening user
+turn as its task, and it stops on AgentChat's own conditions: `TextMentionTermination` on the end
+marker (from the simulated user only), `MaxMessageTermination` on the turn limit and
+`TokenUsageTermination` on the token budget. What AgentChat does to the conversation, and the wire
+log shows: every agent keeps its own model context, in which its own turns are `assistant`
+messages and everyone else's (the opening task included, which the simulated user therefore sees
+as someone else's words) are `user` messages carrying the speaker's `name`; the seed is fixed for
+the episode (the native loop adds the turn index per user turn).
+"""
+
+from __future__ import annotations
+
+import time
+
+from testbed.backends.base import BackendError
+from testbed.frameworks.base import AfterAssistant
+from testbed.frameworks.pair import Pair, Side, framework_failure, generated, opening, pair_of
+from testbed.orchestrator import Limits, TerminationReason, over_budget, strip_marker, user_turn_count
+from testbed.transcript import Message, Transcript, Usage
+
+ASSISTANT, USER = "assistant", "simulated_user"
+"""Agent names (AgentChat wants identifiers, and reserves `user` for the task's source)."""
+
+
+def model_client(side: Side):
+    """An OpenAIChatCompletionClient on the side's server, with its sampling as create arguments."""
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    s, e = side.sampling, side.endpoint
+    extra = {"seed": s.seed} if s.seed is not None else {}
+    return OpenAIChatCompletionClient(
+        model=e.model, base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries,
+        model_info={"vision": False, "function_calling": False, "json_output": False, "family": "unknown", "structured_output": False},
+        temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p, **extra,
+    )
+
+
+def termination(transcript: Transcript, limits: Limits, after_assistant: AfterAssistant | None, seen: list[TerminationReason]):
+    """AgentChat's conditions for the scenario's stops, combined with `|`."""
+    from autogen_agentchat.conditions import FunctionalTermination, MaxMessageTermination, TextMentionTermination, TokenUsageTermination
+
+    remaining_user_turns = limits.max_user_turns - user_turn_count(transcript)
+    new_messages = 1 + 2 * remaining_user_turns - (0 if limits.reply_to_last_user_turn else 1)
+    condition = MaxMessageTermination(len(transcript.dialogue()) + new_messages)
+    if limits.end_marker:
+        condition = condition | TextMentionTermination(limits.end_marker, sources=[USER])
+    if limits.token_budget is not None:
+        condition = condition | TokenUsageTermination(max_completion_token=limits.token_budget - transcript.usage().completion_tokens)
+    if after_assistant is not None:
+        condition = condition | FunctionalTermination(lambda _: bool(seen))
+    return condition
+
+
+class AutoGenFramework:
+    """Runs the pair as an AgentChat team; the messages it streams become the transcript as they come."""
+
+    name = "autogen"
+
+    async def converse(self, transcript: Transcript, assistant, user, limits: Limits,
+                       after_assistant: AfterAssistant | None = None) -> TerminationReason:
+        """Run the team from the opening user turn until one of its termination conditions fires."""
+        from autogen_agentchat.agents import AssistantAgent
+        from autogen_agentchat.messages import TextMessage
+        from autogen_agentchat.teams import RoundRobinGroupChat
+
+        pair = pair_of(assistant, user)
+        task = [TextMessage(content=m.content, source="user" if m.role == "user" else ASSISTANT) for m in opening(transcript)]
+        clients = [model_client(pair.assistant), model_client(pair.user)]
+        decided: list[TerminationReason] = []
+        agents = [AssistantAgent(ASSISTANT, clients[0], system_message=pair.assistant.system_prompt),
+                  AssistantAgent(USER, clients[1], system_message=pair.user.system_prompt)]
+        team = RoundRobinGroupChat(agents, termination_condition=termination(transcript, limits, after_assistant, decided))
+        stopped = False
+        try:
+            since = time.perf_counter()
+            async for event in team.run_stream(task=task, output_task_messages=False):
+                if isinstance(event, TextMessage) and event.source in (ASSISTANT, USER):
+                    stopped = self._keep(transcript, pair, event, limits, time.perf_counter() - since) or stopped
+                    if event.source == ASSISTANT and after_assistant is not None and not decided:
+                        if (reason := after_assistant(transcript.messages[-1], transcript)):
+                            decided.append(reason)
+                    since = time.perf_counter()
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise framework_failure(self.name, exc) from exc
+        finally:
+            for client in clients:
+                await client.close()
+        return self._reason(transcript, limits, stopped, decided)
+
+    @staticmethod
+    def _keep(transcript: Transcript, pair: Pair, event, limits: Limits, latency_s: float) -> bool:
+        """Append one streamed message; True when it was the user's stop (the marker stripped, an empty turn not kept)."""
+        role, side = ("assistant", pair.assistant) if event.source == ASSISTANT else ("user", pair.user)
+        usage = event.models_usage
+        message = generated(transcript, role, side, event.content,
+                            Usage(usage.prompt_tokens, usage.completion_tokens, latency_s) if usage else Usage(0, 0, latency_s))
+        stopped = False
+        if role == "user":
+            message, stopped = strip_marker(message, limits.end_marker)
+        if message.content or not stopped:
+            transcript.append(message)
+        return stopped
+
+    @staticmethod
+    def _reason(transcript: Transcript, limits: Limits, stopped: bool, decided: list[TerminationReason]) -> TerminationReason:
+        """Which of the scenario's stops the team's termination was, checked in the native loop's order."""
+        if stopped:
+            return TerminationReason.USER_STOP
+        if decided:
+            return decided[0]
+        if over_budget(transcript, limits):
+            return TerminationReason.TOKEN_BUDGET
+        if user_turn_count(transcript) >= limits.max_user_turns:
+            return TerminationReason.MAX_TURNS
+        last: Message | None = transcript.messages[-1] if transcript.messages else None
+        raise BackendError(f"autogen: the team stopped after {last.role if last else 'nothing'} without any of the scenario's stops")

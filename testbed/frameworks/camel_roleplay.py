@@ -1,0 +1,219 @@
+"""CAMEL's two-agent role-playing (camel-ai) as a framework: an AI user and an AI assistant in a `RolePlaying` society.
+
+The pair (testbed.frameworks.pair) becomes two `ChatAgent`s handed to `RolePlaying` as its documented
+`assistant_agent` / `user_agent`, with no task specifier, planner or critic. Each agent's system message
+is the pair's own prompt (the assistant's, when it has one; the user's persona), built as RolePlaying's
+generator builds one (role name and role type, the prompt as content), so neither gets CAMEL's
+"Never forget you are a ... and I am a ..." role-playing prompt. Each agent's model is an
+OpenAI-compatible CAMEL model on its Side's endpoint, with its sampling as `model_config_dict`.
+
+What CAMEL does differently from the native loop:
+
+- Memory and roles. Each agent keeps its own `ChatHistoryMemory` and presents it from its own side: the
+  AI user's request is its persona as the system message, its own turns (the dataset's opening
+  included, recorded with `record_message` "as if it were an answer of the ChatAgent") as role
+  "assistant", and the assistant's replies as role "user" -- the flip native does in its view, here
+  done by CAMEL's memory. The assistant's request has true roles. Earlier dialogue turns of a scripted
+  opening are written into both memories the same way before the assistant answers the last one.
+- The loop. CAMEL's own first instruction (`init_chat`) is not used: the assistant answers the opening
+  first, then the society's step order runs -- the user answers the assistant's message, then the
+  assistant answers the user's. `RolePlaying.astep` does both halves in one call, with no way to stop
+  between them, so `converse` steps the society's two agents itself, exactly as `astep` does, to end on
+  a user turn (a stop, or the last allowed user turn with no reply). RolePlaying refuses an agent
+  without a system message, so an assistant without a system prompt runs the same steps without the
+  society object around the two agents.
+- Stops. A user turn ends the episode (USER_STOP) on CAMEL's documented `CAMEL_TASK_DONE` or on the
+  scenario's end marker, both stripped from what is stored (a turn that was only that is not stored),
+  or when CAMEL reports the user agent terminated (the marker is stripped from an assistant's stored
+  reply too, as native does). An assistant agent that CAMEL reports terminated with a message ends it
+  as ASSISTANT_DONE. CAMEL reports some failures as a terminated response with no message (and the
+  reason in `info`) instead of raising: those are BackendErrors.
+- Requests. CAMEL sends the `model_config_dict` and nothing else (no tools, no response format). Its
+  model backend strips `<think>...</think>` from the messages it sends and moves it out of replies
+  into `reasoning_content`, so a reasoning model's stored turns lack it. The seed is the Side's seed at
+  every turn (native adds the turn index to the user's seed per turn). CAMEL's rate-limit retry is off
+  (`retry_attempts=1`): retries are the endpoint's, in the OpenAI client.
+- Context window. CAMEL 0.2.90's context creator no longer truncates: each agent sends its whole
+  memory, as native does. Its automatic summarisation (at half the window it assumes from the model
+  name, which would add an unattributed summarising request) is off, and the window is given as
+  CAMEL's own value for a model it does not know, so none warns on the root logger.
+
+CAMEL is imported here only. Its logging stays off (`CAMEL_LOGGING_DISABLED`, unless set otherwise), and
+it has no telemetry unless AgentOps, Langfuse or Traceroot is installed and switched on by environment.
+Token counting is offline (UTF-8 bytes): CAMEL's default counter fetches a tiktoken encoding from the net.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import types
+
+from testbed.backends.base import BackendError
+from testbed.frameworks.base import AfterAssistant
+from testbed.frameworks.pair import (Pair, Side, framework_failure, generated, opening, pair_of, stop_after_assistant,
+                                     stop_after_user)
+from testbed.orchestrator import Limits, TerminationReason, strip_marker
+from testbed.participants import Participant
+from testbed.transcript import Message, Transcript, Usage
+
+
+def allow_mcp2() -> None:
+    """Let camel-ai 0.2.90 import under mcp 2 (vLLM 0.32 requires mcp>=2; camel pins no mcp version).
+
+    mcp 2 renamed `FastMCP` to `mcp.server.mcpserver.MCPServer` and left `mcp.server.fastmcp` as a module
+    that raises on import. camel names FastMCP in two places that run at import time and never use it on
+    the role-playing path: `camel.toolkits.base.BaseToolkit` imports `from mcp.server import FastMCP` in its
+    class body, only for a type annotation, and camel's `@MCPServer()` class decorator (on its toolkits)
+    imports `mcp.server.fastmcp.FastMCP`, which it instantiates only when a toolkit is built. Both names
+    are aliased to MCPServer, only when mcp itself lacks them.
+    """
+    import mcp.server
+
+    if not hasattr(mcp.server, "FastMCP"):
+        mcp.server.FastMCP = mcp.server.MCPServer
+    try:
+        import mcp.server.fastmcp  # noqa: F401
+    except ModuleNotFoundError:
+        shim = types.ModuleType("mcp.server.fastmcp", "mcp 1's FastMCP as mcp 2's MCPServer, for camel-ai (testbed shim)")
+        shim.FastMCP = mcp.server.MCPServer
+        sys.modules["mcp.server.fastmcp"] = shim
+
+
+allow_mcp2()
+os.environ.setdefault("CAMEL_LOGGING_DISABLED", "true")
+
+import camel.logger  # noqa: E402
+from camel.agents import ChatAgent  # noqa: E402
+from camel.messages import BaseMessage  # noqa: E402
+from camel.models import ModelFactory  # noqa: E402
+from camel.societies import RolePlaying  # noqa: E402
+from camel.types import ModelPlatformType, OpenAIBackendRole, RoleType  # noqa: E402
+from camel.utils import BaseTokenCounter  # noqa: E402
+
+if os.environ["CAMEL_LOGGING_DISABLED"].lower() == "true":
+    camel.logger.disable_logging()
+
+TASK_DONE = "CAMEL_TASK_DONE"
+"""The word CAMEL's role-playing user writes when the task is done (the documented stop of role-playing)."""
+
+UNKNOWN_MODEL_WINDOW = 999_999_999
+"""The context window CAMEL assumes for a model name it does not know; unused while summarisation is off."""
+
+
+class ByteCounter(BaseTokenCounter):
+    """Counts UTF-8 bytes as tokens: offline, and only CAMEL's own bookkeeping (`info["num_tokens"]`) reads it."""
+
+    def count_tokens_from_messages(self, messages) -> int:
+        """The bytes of every message's content."""
+        return sum(len(str(m.get("content") or "").encode()) for m in messages)
+
+    def encode(self, text: str) -> list[int]:
+        """The text's UTF-8 bytes."""
+        return list(text.encode())
+
+    def decode(self, token_ids: list[int]) -> str:
+        """The text of UTF-8 bytes."""
+        return bytes(token_ids).decode(errors="replace")
+
+
+def chat_agent(side: Side, role_type: RoleType) -> ChatAgent:
+    """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint."""
+    e, s = side.endpoint, side.sampling
+    config = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
+    if s.seed is not None:
+        config["seed"] = s.seed
+    model = ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
+                                api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
+                                token_counter=ByteCounter())
+    system = None if side.system_prompt is None else BaseMessage(side.name, role_type, None, side.system_prompt)
+    return ChatAgent(system, model=model, token_limit=UNKNOWN_MODEL_WINDOW, summarize_threshold=None, retry_attempts=1)
+
+
+def society(assistant: ChatAgent, user: ChatAgent, assistant_name: str, user_name: str):
+    """The RolePlaying society of the two agents; without an assistant system message (which RolePlaying refuses)
+    a plain holder of the same two agents."""
+    if assistant.system_message is None:
+        return types.SimpleNamespace(assistant_agent=assistant, user_agent=user)
+    return RolePlaying(assistant_name, user_name, with_task_specify=False, with_task_planner=False, with_critic_in_the_loop=False,
+                       assistant_agent=assistant, user_agent=user)
+
+
+async def step(agent: ChatAgent, message: BaseMessage, who: str):
+    """One agent's answer to `message`: the response, its message and its usage (a response without one: BackendError)."""
+    start = time.perf_counter()
+    response = await agent.astep(message)
+    latency = time.perf_counter() - start
+    if response.msg is None:
+        reasons = ", ".join(str(r) for r in response.info.get("termination_reasons") or ()) or "no message"
+        raise BackendError(f"camel: the {who} agent gave no message ({reasons})")
+    usage = response.info.get("usage") or {}
+    return response, response.msg, Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0, latency)
+
+
+def finish_reason(response) -> str | None:
+    """The finish reason CAMEL reports for the response's message."""
+    reasons = response.info.get("termination_reasons") or [None]
+    return reasons[0]
+
+
+def remember(assistant: ChatAgent, user: ChatAgent, earlier: list[Message]) -> None:
+    """Write the opening's earlier turns into both memories, each agent's own turns as its answers."""
+    for m in earlier:
+        if m.role == "user":
+            assistant.update_memory(BaseMessage.make_user_message(m.speaker, m.content), OpenAIBackendRole.USER)
+            user.record_message(BaseMessage.make_assistant_message(m.speaker, m.content))
+        else:
+            assistant.record_message(BaseMessage.make_assistant_message(m.speaker, m.content))
+            user.update_memory(BaseMessage.make_user_message(m.speaker, m.content), OpenAIBackendRole.USER)
+
+
+class CamelFramework:
+    """CAMEL role-playing: the assistant answers the dataset's opening, then the AI user and the assistant
+    alternate in the society's step order until a stop (see the module docstring)."""
+
+    name = "camel"
+
+    async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
+                       after_assistant: AfterAssistant | None = None) -> TerminationReason:
+        """Run the role-playing from the opening user turn; return why it ended."""
+        pair = pair_of(assistant, user)
+        dialogue = opening(transcript)
+        try:
+            return await self._run(transcript, pair, dialogue, limits, after_assistant)
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise framework_failure("camel", exc) from exc
+
+    async def _run(self, transcript: Transcript, pair: Pair, dialogue: list[Message], limits: Limits,
+                   after_assistant: AfterAssistant | None) -> TerminationReason:
+        """The role-playing itself: RolePlaying.astep's two halves, assistant first, with the stops between them."""
+        roles = society(chat_agent(pair.assistant, RoleType.ASSISTANT), chat_agent(pair.user, RoleType.USER),
+                        pair.assistant.name, pair.user.name)
+        *earlier, first = dialogue
+        remember(roles.assistant_agent, roles.user_agent, earlier)
+        roles.user_agent.record_message(BaseMessage.make_assistant_message(first.speaker, first.content))
+        message = BaseMessage.make_user_message(first.speaker, first.content)
+        while True:
+            response, reply, usage = await step(roles.assistant_agent, message, "assistant")
+            turn = generated(transcript, "assistant", pair.assistant, reply.content, usage, finish_reason(response))
+            turn, _ = strip_marker(turn, limits.end_marker)
+            transcript.append(turn)
+            reason = stop_after_assistant(transcript, limits)
+            if reason is not TerminationReason.TOKEN_BUDGET and after_assistant is not None:
+                reason = after_assistant(turn, transcript) or reason
+            if reason or response.terminated:
+                return reason or TerminationReason.ASSISTANT_DONE
+            response, message, usage = await step(roles.user_agent, reply, "user")
+            turn = generated(transcript, "user", pair.user, message.content, usage, finish_reason(response))
+            turn, marked = strip_marker(turn, limits.end_marker)
+            turn, done = strip_marker(turn, TASK_DONE)
+            if marked or done or response.terminated:
+                if turn.content:
+                    transcript.append(turn)
+                return TerminationReason.USER_STOP
+            transcript.append(turn)
+            if reason := stop_after_user(transcript, limits):
+                return reason
