@@ -35,10 +35,11 @@ def framework_row(store: Store, framework: str, run_id: str, judge: JudgeIdentit
     """One framework's run, measured: counts, labels with 95 % intervals, drift, stops, tokens and cost."""
     episodes = episodes_df(store, run_id, exact=True)
     turns = _user_turns(store, run_id, judge)
-    scored = turns[turns.judge_status == "scored"] if judge is not None else turns.iloc[0:0]
-    followups = int((scored.judge_followup == 1).sum())
-    rate, lo, hi = _share(followups, len(scored))
-    labels = Counter(scored.judge_label.dropna())
+    scored = turns[turns.judge_status == "scored"] if judge is not None else None
+    followups = int((scored.judge_followup == 1).sum()) if scored is not None else 0
+    rate, lo, hi = _share(followups, len(scored) if scored is not None else 0)
+    labels = Counter(scored.judge_label.dropna()) if scored is not None else Counter()
+    scored = scored if scored is not None else turns.iloc[0:0]
     mix = {label: _share(n, len(scored)) for label, n in labels.most_common()}
     drift = drift_summary(run_drift(store, run_id, judge)) if judge is not None and len(scored) else None
     messages = messages_df(store, run_id, exact=True)
