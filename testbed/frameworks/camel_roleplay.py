@@ -118,15 +118,23 @@ class ByteCounter(BaseTokenCounter):
         return bytes(token_ids).decode(errors="replace")
 
 
-def chat_agent(side: Side, role_type: RoleType) -> ChatAgent:
-    """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint."""
+def chat_agent(side: Side, role_type: RoleType, clients: list) -> ChatAgent:
+    """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint.
+
+    The model's OpenAI client is made here and added to `clients`, so the episode closes it: a CAMEL
+    model never closes the client it makes itself, which leaves its sockets open until garbage collection.
+    """
+    import openai
+
     e, s = side.endpoint, side.sampling
+    client = openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries)
+    clients.append(client)
     config = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
     if s.seed is not None:
         config["seed"] = s.seed
     model = ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
                                 api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
-                                token_counter=ByteCounter())
+                                token_counter=ByteCounter(), async_client=client)
     system = None if side.system_prompt is None else BaseMessage(side.name, role_type, None, side.system_prompt)
     return ChatAgent(system, model=model, token_limit=UNKNOWN_MODEL_WINDOW, summarize_threshold=None, retry_attempts=1)
 
@@ -180,17 +188,21 @@ class CamelFramework:
         """Run the role-playing from the opening user turn; return why it ended."""
         pair = pair_of(assistant, user)
         dialogue = opening(transcript)
+        clients: list = []
         try:
-            return await self._run(transcript, pair, dialogue, limits, after_assistant)
+            return await self._run(transcript, pair, dialogue, limits, after_assistant, clients)
         except BackendError:
             raise
         except Exception as exc:
             raise framework_failure("camel", exc) from exc
+        finally:
+            for client in clients:
+                await client.close()
 
     async def _run(self, transcript: Transcript, pair: Pair, dialogue: list[Message], limits: Limits,
-                   after_assistant: AfterAssistant | None) -> TerminationReason:
+                   after_assistant: AfterAssistant | None, clients: list) -> TerminationReason:
         """The role-playing itself: RolePlaying.astep's two halves, assistant first, with the stops between them."""
-        roles = society(chat_agent(pair.assistant, RoleType.ASSISTANT), chat_agent(pair.user, RoleType.USER),
+        roles = society(chat_agent(pair.assistant, RoleType.ASSISTANT, clients), chat_agent(pair.user, RoleType.USER, clients),
                         pair.assistant.name, pair.user.name)
         *earlier, first = dialogue
         remember(roles.assistant_agent, roles.user_agent, earlier)
