@@ -135,10 +135,8 @@ async def test_a_failure_mid_conversation_keeps_the_turns_so_far(mock):
     assert [m.role for m in t.messages] == ["system", "user", "assistant"] and t.messages[2].content == mock.replies[0]
 
 
-def test_the_adapter_imports_quickly_and_leaves_logging_alone():
-    code = ("import logging, time; t = time.perf_counter(); import testbed.frameworks.camel_roleplay; "
-            "print(time.perf_counter() - t, len(logging.getLogger().handlers))")
+def test_the_adapter_leaves_logging_alone():
+    code = "import logging; import testbed.frameworks.camel_roleplay; print(len(logging.getLogger().handlers))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
-    seconds, handlers = out.stdout.split()
-    assert float(seconds) < 5 and handlers == "0", "importing CAMEL must not configure the root logger"
+    assert out.stdout.split() == ["0"], "importing CAMEL must not configure the root logger"
     assert out.stderr == ""
