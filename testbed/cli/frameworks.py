@@ -126,12 +126,12 @@ def wire(
         run = db.run(run_id)
     except StoreError as exc:
         fail(str(exc))
-    records = db.wire(run.run_id)
-    episodes = sorted({eid for eid in db.wire_episodes(run.run_id) if eid.startswith(episode)})
-    if not records:
+    recorded = db.wire_episodes(run.run_id)
+    episodes = sorted(eid for eid in recorded if eid.startswith(episode))
+    if not recorded:
         fail(f"run {run.run_id} has no wire log: run it with --wire (every framework but native keeps one by default)")
     if len(episodes) != 1:
-        known = ", ".join(sorted(db.wire_episodes(run.run_id))[:8])
+        known = ", ".join(sorted(recorded)[:8])
         fail(f"episode {episode!r} {'is ambiguous' if episodes else 'has no wire log'} in run {run.run_id}; episodes with one: {known} …")
     chosen = db.wire(run.run_id, episodes[0], turn)
     if not chosen:
