@@ -29,7 +29,7 @@ def assert_true_transcript(store: Store, run_id: str, episode_id: str) -> None:
     for m in dialogue[1:]:
         record = ok[m.turn_index]
         assert record.role == m.role
-        sent = record.reply.replace(MARKER, "").strip() if m.role == "user" else record.reply
+        sent = record.reply.replace(MARKER, "").strip() if MARKER in record.reply else record.reply
         assert sent == m.content, f"turn {m.turn_index} of {episode_id} is not what the server replied"
         assert record.completion_tokens == m.usage.completion_tokens
     generated = len(dialogue) - 1
