@@ -11,7 +11,7 @@ from testbed.cli.app import StoreOpt, app, console, fail, open_store
 from testbed.store.sqlite_store import StoreError
 
 
-def _episode_id(known: list[str], wanted: str, run_id: str) -> str:
+def episode_named(known: list[str], wanted: str, run_id: str) -> str:
     """The one episode id `wanted` names, exactly or as a unique prefix."""
     if wanted in known:
         return wanted
@@ -96,7 +96,7 @@ def graph(
     folder = out if out is not None else Path("graphs") / run
     written: list[Path] = []
     if episode is not None:
-        eid = _episode_id(list(conditions.episode_id), episode, run)
+        eid = episode_named(list(conditions.episode_id), episode, run)
         written += _draw_one(db, run, eid, labels, folder, by_episode.get(eid, {}))
         summary = _episode_line(onsets, eid)
     else:

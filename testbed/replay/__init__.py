@@ -1,0 +1,1 @@
+"""Replaying stored runs in the terminal (`testbed replay`) and labelling their user turns by hand."""

@@ -1,0 +1,127 @@
+"""A run's episodes as rows for the replay app: conditions, how each ended, drift onset and top label.
+
+One `RunCatalog` is read per opened run, in a handful of whole-run queries (`testbed.store.browse`),
+so a run of 10,000 episodes opens in well under a second; transcripts are read one at a time when
+an episode is opened. Drift follows `testbed.analysis.drift`: the onset is the ordinal of the first
+generated user turn a judge gave a drift label, and unscored turns are never drift.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from testbed.judges.taxonomy import taxonomy
+from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
+from testbed.store.browse import generated_turn_indices
+from testbed.store.labels import HUMAN, latest_labels
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One episode as the episode table shows it, under one judge's labels."""
+
+    episode_id: str
+    """The episode's id."""
+    item_id: str
+    """The dataset item or task it is about."""
+    assistant_model: str
+    """The assistant's model."""
+    user_model: str
+    """The simulated user's model."""
+    dataset: str
+    """Where the item came from."""
+    user_mode: str
+    """How the simulated user was prompted."""
+    temperature: float
+    """The simulated user's temperature."""
+    perturbation: str
+    """What was done to the answer the user saw (`none`)."""
+    framework: str
+    """The framework that ran the turn loop."""
+    status: str
+    """`done` or `error`."""
+    termination: str
+    """Why the conversation stopped ("" when unknown)."""
+    error: str
+    """Why it failed ("" when it did not)."""
+    user_turns: int
+    """Generated user turns."""
+    onset: int | None
+    """1-based ordinal of the first user turn labelled with a drift label; None when none was."""
+    onset_turn: int | None
+    """That turn's message index."""
+    top_label: str
+    """The judge's most frequent label on the episode's turns ("" when it scored none); ties go to the taxonomy's order."""
+    labels: frozenset[str] = field(default_factory=frozenset)
+    """Every label the judge gave on the episode's turns."""
+
+    @property
+    def drifted(self) -> bool:
+        """Whether the judge saw the user leave its role."""
+        return self.onset is not None
+
+    @property
+    def errored(self) -> bool:
+        """Whether the episode failed."""
+        return self.status == "error"
+
+
+def default_judge(identities: list[JudgeIdentity]) -> JudgeIdentity | None:
+    """The judge the table opens under: `local` when it labelled the run, else the first model judge, else a human."""
+    judges = [i for i in identities if i.judge != HUMAN]
+    local = [i for i in judges if i.judge == "local"]
+    return (local or judges or identities or [None])[0]
+
+
+def _top_label(labels: list[str]) -> str:
+    if not labels:
+        return ""
+    order = {name: k for k, name in enumerate(taxonomy().labels)}
+    counts = Counter(labels)
+    return min(counts, key=lambda name: (-counts[name], order.get(name, len(order))))
+
+
+@dataclass
+class RunCatalog:
+    """A run's episodes, every label of every identity, and the generated user turns, read once."""
+
+    run_id: str
+    framework: str
+    identities: list[JudgeIdentity]
+    episodes: list[EpisodeRecord]
+    generated: dict[str, list[int]]
+    labels: dict[tuple[str, int], list[LabelRecord]]
+
+    @classmethod
+    def load(cls, store: Store, run_id: str) -> "RunCatalog":
+        """Read the run's episodes, generated turns and latest labels (of every identity)."""
+        by_turn: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
+        for record in latest_labels(store, run_id):
+            by_turn[(record.episode_id, record.turn_index)].append(record)
+        identities = sorted({r.who for group in by_turn.values() for r in group}, key=str)
+        return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
+                   generated_turn_indices(store, run_id), dict(by_turn))
+
+    def verdict(self, episode_id: str, turn_index: int, who: JudgeIdentity) -> LabelRecord | None:
+        """One identity's latest verdict on a turn, or None."""
+        return next((r for r in self.labels.get((episode_id, turn_index), []) if r.who == who), None)
+
+    def rows(self, judge: JudgeIdentity | None) -> list[EpisodeRow]:
+        """Every episode as a row, with drift onset and top label under `judge` (none of either when None)."""
+        drift = taxonomy().drift_labels
+        out = []
+        for e in self.episodes:
+            turns = self.generated.get(e.key.episode_id, [])
+            given: list[tuple[int, str]] = []
+            for k, t in enumerate(turns, 1):
+                record = self.verdict(e.key.episode_id, t, judge) if judge is not None else None
+                if record is not None and record.status == "scored" and record.label:
+                    given.append((k, record.label))
+            onset = next(((k, turns[k - 1]) for k, label in given if label in drift), (None, None))
+            labels = [label for _, label in given]
+            out.append(EpisodeRow(
+                e.key.episode_id, e.key.item_id, e.key.assistant_model, e.key.user_model, e.key.dataset, e.key.user_mode,
+                e.key.temperature, e.key.perturbation, self.framework, e.status, e.termination or "", e.error_reason or "",
+                len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels)))
+        return out

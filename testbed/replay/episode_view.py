@@ -1,0 +1,105 @@
+"""One episode as the replay shows it: each message with its true role, labels, source edge and marks.
+
+Built from the store's messages and a `RunCatalog`'s labels; the app and `testbed show-episode`
+render the same view, so what a terminal shows and what a pipe prints never disagree. Source
+edges are the conversation graph's (`testbed.analysis.graphs.episode_graph`): the earlier turn a
+generated user turn copies most, when it copies at least half of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.analysis.graphs import episode_graph
+from testbed.judges.taxonomy import taxonomy
+from testbed.replay.catalog import RunCatalog
+from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
+from testbed.transcript import Message
+
+
+@dataclass(frozen=True)
+class Source:
+    """The earlier turn a user turn copies: `kind` is `restates` (a user turn) or `echoes` (an assistant turn)."""
+
+    kind: str
+    turn_index: int
+    similarity: float
+
+    def __str__(self) -> str:
+        return f"{self.kind} turn {self.turn_index} ({self.similarity:.2f})"
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One message and what the replay says about it."""
+
+    message: Message
+    """The message as stored."""
+    ordinal: int
+    """k of a generated user turn (1-based), 0 for every other message."""
+    labels: tuple[LabelRecord, ...]
+    """Every identity's latest verdict on it (generated user turns only), judges before humans."""
+    source: Source | None
+    """The earlier turn it copies, for a generated user turn that copies one."""
+    onset: bool
+    """Whether it is the episode's drift onset under the chosen judge."""
+    perturbed: str | None
+    """The perturbation the answer was shown under, for the answer a probe's user saw perturbed."""
+
+    @property
+    def generated(self) -> bool:
+        """Whether the simulated user wrote it (the turns judges label)."""
+        return self.ordinal > 0
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    """An episode's messages as `TurnView`s, with how it ended."""
+
+    run_id: str
+    episode: EpisodeRecord
+    judge: JudgeIdentity | None
+    turns: tuple[TurnView, ...]
+
+    @property
+    def onset_position(self) -> int | None:
+        """Position in `turns` of the drift onset, or None."""
+        return next((i for i, t in enumerate(self.turns) if t.onset), None)
+
+    def position_of(self, turn_index: int) -> int | None:
+        """Position in `turns` of a message index."""
+        return next((i for i, t in enumerate(self.turns) if t.message.turn_index == turn_index), None)
+
+
+def _perturbed_index(messages: list[Message], perturbation: str, first_generated: int | None) -> int | None:
+    if perturbation == "none":
+        return None
+    answers = [m for m in messages if m.role == "assistant" and (first_generated is None or m.turn_index < first_generated)]
+    shared = [m for m in answers if m.reused_from]
+    chosen = shared or answers
+    return chosen[-1].turn_index if chosen else None
+
+
+def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judge: JudgeIdentity | None) -> EpisodeView:
+    """Read one episode's messages and put each in view: labels, source edge, onset and perturbation marks."""
+    eid = episode.key.episode_id
+    messages = store.messages(catalog.run_id, eid)
+    generated = catalog.generated.get(eid, [])
+    ordinal = {t: k for k, t in enumerate(generated, 1)}
+    chosen = {}
+    for t in generated:
+        record = catalog.verdict(eid, t, judge) if judge is not None else None
+        if record is not None and record.status == "scored" and record.label:
+            chosen[t] = record.label
+    graph = episode_graph([{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
+                           for m in messages], chosen)
+    sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
+    drift = taxonomy().drift_labels
+    onset = next((t for t in generated if chosen.get(t) in drift), None)
+    perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
+    turns = []
+    for m in messages:
+        labels = sorted(catalog.labels.get((eid, m.turn_index), []), key=lambda r: (r.who.judge == "human", str(r.who)))
+        turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(labels), sources.get(m.turn_index),
+                              m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None))
+    return EpisodeView(catalog.run_id, episode, judge, tuple(turns))

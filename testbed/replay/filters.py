@@ -1,0 +1,129 @@
+"""The episode table's filter: one line of `field=value` terms, flags and free text, parsed once.
+
+    model=smol t=0.7 label=echo drifted !errored gsm8k
+
+keeps episodes whose assistant or user model contains "smol", at temperature 0.7, that a judge
+labelled `echo_assistant` at least once, that drifted and did not fail, and whose transcript
+contains "gsm8k". Every term must hold. Values match case-insensitively as substrings, except the
+temperature (a number) and the yes/no flags. An unknown field is a `FilterError` naming the known ones.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from testbed.replay.catalog import EpisodeRow
+
+
+class FilterError(ValueError):
+    """A filter line that cannot be read; the message names the term and what would work."""
+
+
+def _text(getter: Callable[[EpisodeRow], str]) -> Callable[[EpisodeRow, str], bool]:
+    return lambda row, value: value in getter(row).lower()
+
+
+def _temperature(row: EpisodeRow, value: str) -> bool:
+    try:
+        return abs(row.temperature - float(value)) < 1e-9
+    except ValueError:
+        raise FilterError(f"t={value!r} is not a number; write e.g. t=0.7") from None
+
+
+def _flag(getter: Callable[[EpisodeRow], bool]) -> Callable[[EpisodeRow, str], bool]:
+    def match(row: EpisodeRow, value: str) -> bool:
+        if value not in YES and value not in NO:
+            raise FilterError(f"{value!r} is not yes or no")
+        return getter(row) == (value in YES)
+    return match
+
+
+YES, NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
+
+FIELDS: dict[str, Callable[[EpisodeRow, str], bool]] = {
+    "id": _text(lambda r: r.episode_id),
+    "item": _text(lambda r: r.item_id),
+    "model": lambda r, v: v in r.assistant_model.lower() or v in r.user_model.lower(),
+    "assistant": _text(lambda r: r.assistant_model),
+    "user": _text(lambda r: r.user_model),
+    "dataset": _text(lambda r: r.dataset),
+    "mode": _text(lambda r: r.user_mode),
+    "t": _temperature,
+    "perturbation": _text(lambda r: r.perturbation),
+    "framework": _text(lambda r: r.framework),
+    "stop": _text(lambda r: r.termination),
+    "error": _text(lambda r: r.error),
+    "top": _text(lambda r: r.top_label),
+    "label": lambda r, v: any(v in label for label in r.labels),
+    "drifted": _flag(lambda r: r.drifted),
+    "errored": _flag(lambda r: r.errored),
+}
+"""Every field a term can name, and how a row matches a (lower-cased) value."""
+
+ALIASES = {"temperature": "t", "pert": "perturbation", "termination": "stop", "status": "errored"}
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """A parsed filter line: field terms, and free words every kept transcript must contain."""
+
+    terms: tuple[tuple[str, str], ...] = ()
+    words: tuple[str, ...] = ()
+    text: str = ""
+
+    @classmethod
+    def parse(cls, line: str) -> "EpisodeFilter":
+        """Read a filter line; FilterError names the first term that cannot be read."""
+        try:
+            parts = shlex.split(line)
+        except ValueError as exc:
+            raise FilterError(f"{exc}: close the quote") from None
+        terms, words = [], []
+        for part in parts:
+            negated = part.startswith("!")
+            name, eq, value = part.lstrip("!").partition("=")
+            name = ALIASES.get(name.lower(), name.lower())
+            if not eq and name in ("drifted", "errored"):
+                terms.append((name, "no" if negated else "yes"))
+            elif eq:
+                if name not in FIELDS:
+                    raise FilterError(f"unknown filter field {name!r}; fields: {', '.join(FIELDS)} (or drifted, !errored, free text)")
+                if not value:
+                    raise FilterError(f"{part!r} has no value; write {name}=VALUE")
+                terms.append((name, value.lower()))
+            else:
+                words.append(part)
+        parsed = cls(tuple(terms), tuple(words), line.strip())
+        parsed.keeps(_PROBE)
+        return parsed
+
+    def keeps(self, row: EpisodeRow) -> bool:
+        """Whether the row passes every field term (free words are checked against transcripts by the caller)."""
+        return all(FIELDS[name](row, value) for name, value in self.terms)
+
+    def apply(self, rows: list[EpisodeRow], containing: Callable[[str], set[str]]) -> list[EpisodeRow]:
+        """The rows that pass; `containing(word)` gives the episodes whose transcript contains a word."""
+        kept = [r for r in rows if self.keeps(r)]
+        for word in self.words:
+            ids = containing(word)
+            kept = [r for r in kept if r.episode_id in ids]
+        return kept
+
+
+_PROBE = EpisodeRow("", "", "", "", "", "", 0.0, "", "", "done", "", "", 0, None, None, "", frozenset())
+"""A row every term can be tried on, so a bad value (t=abc, drifted=maybe) fails when the line is parsed."""
+
+
+@dataclass
+class SortState:
+    """Which column the table is sorted by and in which direction; sorting the same column again reverses it."""
+
+    column: str | None = None
+    reverse: bool = False
+
+    def toggle(self, column: str) -> None:
+        """Sort by `column`, or reverse the order when it already is."""
+        self.reverse = not self.reverse if column == self.column else False
+        self.column = column

@@ -1,0 +1,186 @@
+"""Labelling mode: one user turn at a time, blind to the judges, keys 1–8 for the eight labels.
+
+The turn is shown as the user-turn generator saw its context: the request (the episode's first
+user message), the latest answer before the turn, and the turn itself. The judges' labels of a
+turn appear only after the person has labelled it, in the line about the turn just labelled.
+Every label is committed when its key is pressed (`testbed.replay.labelling`).
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from testbed.judges.taxonomy import taxonomy
+from testbed.replay.catalog import RunCatalog
+from testbed.replay.labelling import LabellingSession
+from testbed.replay.render import label_line, role_badge
+from testbed.store import TurnRecord
+
+LABEL_KEYS = tuple(str(k) for k in range(1, 9))
+
+
+def legend() -> Text:
+    """The eight labels with their keys and definitions from `judges/labels.yaml`."""
+    t = taxonomy()
+    text = Text()
+    for key, name in zip(LABEL_KEYS, t.labels):
+        text.append(f" {key} ", style="reverse bold")
+        text.append(f" {name}", style="bold")
+        text.append(f"  {t.definitions[name]}\n", style="dim")
+    return text
+
+
+class LabelScreen(Screen):
+    """One person labels a run's user turns in a seeded, condition-stratified order."""
+
+    BINDINGS = [
+        *(Binding(k, f"label({i})", name, show=False) for i, (k, name) in enumerate(zip(LABEL_KEYS, taxonomy().labels))),
+        Binding("1-8", "noop", "label the turn (see the legend)", show=False),
+        Binding("u", "undo", "undo the last label"),
+        Binding("k", "skip", "skip this turn"),
+        Binding("n", "note", "add a note to this turn's label"),
+        Binding("escape", "back", "close the note, or leave"),
+    ]
+
+    DEFAULT_CSS = """
+    LabelScreen #progress { height: auto; padding: 0 1; background: $boost; }
+    LabelScreen #turn { height: 1fr; }
+    LabelScreen #legend { height: auto; padding: 0 1; border-top: solid $accent; }
+    LabelScreen #last { height: auto; padding: 0 1; }
+    LabelScreen #note { display: none; }
+    LabelScreen #note.open { display: block; }
+    """
+
+    def __init__(self, run_id: str, annotator: str, seed: int) -> None:
+        super().__init__()
+        self.run_id, self.annotator, self.seed = run_id, annotator, seed
+        self.position: int | None = None
+        self.skipped: set[int] = set()
+        self.note = ""
+
+    def compose(self) -> ComposeResult:
+        """Progress, the turn in its context, the last labelled turn, the note line, the legend."""
+        yield Static(id="progress")
+        with VerticalScroll(id="turn"):
+            yield Static(id="context")
+        yield Static(id="last")
+        yield Input(placeholder="note for this turn (Enter keeps it, Esc drops it)", id="note")
+        yield Static(legend(), id="legend")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Order the turns and show the first one not yet labelled."""
+        store = self.app.store  # type: ignore[attr-defined]
+        self.session = LabellingSession.open(store, RunCatalog.load(store, self.run_id), self.annotator, self.seed)
+        self.position = self.session.next_position()
+        self.redraw()
+
+    @property
+    def turn(self) -> TurnRecord | None:
+        """The turn on screen, or None when every turn is labelled."""
+        return None if self.position is None else self.session.order[self.position]
+
+    def redraw(self) -> None:
+        """Show progress and the current turn (or that all are done)."""
+        s = self.session
+        progress = Text(f"labelling {self.run_id} as human:{self.annotator}  ·  ", style="bold")
+        progress.append(f"{s.done} of {s.total} labelled", style="bold green")
+        progress.append(f"  ·  seed {self.seed}  ·  skipped {len(self.skipped)}  ·  judges hidden", style="dim")
+        self.query_one("#progress", Static).update(progress)
+        context = self.query_one("#context", Static)
+        turn = self.turn
+        if turn is None:
+            context.update(Text("Every turn of this run has your label. u undoes the last one; q quits.", style="bold green"))
+            return
+        note = Text(f"note: {self.note}", style="italic yellow") if self.note else Text("")
+        context.update(Group(
+            Panel(Text(turn.question), title=role_badge("user") + Text(" the request"), title_align="left", border_style="cyan"),
+            Panel(Text(turn.answer), title=role_badge("assistant") + Text(" the answer the user saw"), title_align="left",
+                  border_style="green"),
+            Panel(Group(Text(turn.user_turn or "(empty)"), note), title=role_badge("user") + Text(
+                f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}"),
+                title_align="left", border_style="bold cyan"),
+        ))
+        self.query_one("#turn", VerticalScroll).scroll_home(animate=False)
+
+    def reveal(self, turn: TurnRecord) -> None:
+        """After a label: the person's label and, now, every judge's on the turn just labelled."""
+        label, _ = self.session.label_of(turn) or ("", "")
+        text = Text(f"turn {turn.episode_id[:12]}:{turn.turn_index}  you: ", style="dim")
+        text.append(label, style="bold cyan")
+        for record in self.session.catalog.labels.get((turn.episode_id, turn.turn_index), []):
+            if record.who != self.session.who:
+                text.append("\n   ")
+                text.append_text(label_line(record))
+        self.query_one("#last", Static).update(text)
+
+    def action_label(self, index: int) -> None:
+        """Store the label with this key on the current turn, then go to the next unlabelled turn."""
+        turn = self.turn
+        if turn is None:
+            return
+        self.session.label(turn, taxonomy().labels[index], self.note)
+        self.note = ""
+        self.reveal(turn)
+        self.position = self.session.next_position(self.position, frozenset(self.skipped))
+        self.redraw()
+
+    def action_undo(self) -> None:
+        """Withdraw the last label given here and go back to its turn."""
+        key = self.session.undo()
+        if key is None:
+            self.app.notify("nothing to undo in this session", severity="warning")
+            return
+        self.position = next(i for i, t in enumerate(self.session.order) if (t.episode_id, t.turn_index) == key)
+        self.skipped.discard(self.position)
+        self.query_one("#last", Static).update(Text(f"withdrew your label on {key[0][:12]}:{key[1]}", style="yellow"))
+        self.redraw()
+
+    def action_skip(self) -> None:
+        """Leave this turn unlabelled for now (it is offered again next time)."""
+        if self.position is None:
+            return
+        self.skipped.add(self.position)
+        following = self.session.next_position(self.position, frozenset(self.skipped))
+        if following is None:
+            self.app.notify("every other turn is labelled or skipped", severity="warning")
+            self.skipped.discard(self.position)
+            return
+        self.position, self.note = following, ""
+        self.redraw()
+
+    def action_note(self) -> None:
+        """Open the note line; the note is stored with the label given next."""
+        box = self.query_one("#note", Input)
+        box.add_class("open")
+        box.value = self.note
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Keep the note for the next label."""
+        self.note = event.value.strip()
+        self._close_note()
+        self.redraw()
+
+    def _close_note(self) -> None:
+        self.query_one("#note", Input).remove_class("open")
+        self.set_focus(None)
+
+    def action_back(self) -> None:
+        """Close the note line, or leave labelling (everything given is already stored)."""
+        if self.query_one("#note", Input).has_class("open"):
+            self._close_note()
+        elif len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit()
+
+    def action_noop(self) -> None:
+        """Stands for the 1–8 keys in the help screen."""

@@ -1,0 +1,180 @@
+"""One transcript, stepped through as it unfolded: turns appear one at a time, or play at a chosen speed.
+
+The cursor is the last turn shown; everything after it is hidden until stepped to. An episode
+opens fully shown with the cursor on its last turn; `home` rewinds it to the opening turn.
+`[` and `]` move to the previous and next episode of the table's current filter and order.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Static
+
+from testbed.replay.catalog import EpisodeRow, RunCatalog
+from testbed.replay.episode_view import EpisodeView, episode_view
+from testbed.replay.render import episode_header, turn_panel
+from testbed.store import JudgeIdentity
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""Play speeds in turns per second."""
+
+
+class TranscriptScreen(Screen):
+    """One episode's messages with their labels, source edges and drift onset."""
+
+    BINDINGS = [
+        Binding("right", "step(1)", "next turn", key_display="→"),
+        Binding("left", "step(-1)", "previous turn", key_display="←", show=False),
+        Binding("space", "play", "play / pause"),
+        Binding("plus,equals_sign", "speed(1)", "faster", key_display="+"),
+        Binding("minus", "speed(-1)", "slower", key_display="-", show=False),
+        Binding("o", "onset", "jump to drift onset"),
+        Binding("home", "first", "rewind to the opening turn", show=False),
+        Binding("end", "last", "show every turn", show=False),
+        Binding("right_square_bracket", "episode(1)", "next episode (filtered)", key_display="]"),
+        Binding("left_square_bracket", "episode(-1)", "previous episode (filtered)", key_display="[", show=False),
+        Binding("escape", "back", "back to episodes", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    TranscriptScreen #header { height: auto; padding: 0 1; background: $boost; }
+    TranscriptScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, catalog: RunCatalog, judge: JudgeIdentity | None, rows: list[EpisodeRow], index: int) -> None:
+        super().__init__()
+        self.catalog, self.judge, self.rows, self.index = catalog, judge, rows, index
+        self.speed = SPEEDS.index(1.0)
+        self.timer: Timer | None = None
+        self.view: EpisodeView
+        self.cursor = 0
+        self.marked: int | None = None
+
+    def compose(self) -> ComposeResult:
+        """Header, the scrolling messages, a status line, footer."""
+        yield Static(id="header")
+        yield VerticalScroll(id="messages")
+        yield Static(id="status")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        """Show the episode the table was on."""
+        await self.load(self.index)
+
+    async def load(self, index: int) -> None:
+        """Read and show the episode at `index` of the filtered rows, fully unfolded."""
+        self.pause()
+        self.index = index
+        store = self.app.store  # type: ignore[attr-defined]
+        by_id = {e.key.episode_id: e for e in self.catalog.episodes}
+        self.view = episode_view(store, self.catalog, by_id[self.rows[index].episode_id], self.judge)
+        self.query_one("#header", Static).update(episode_header(self.view))
+        box = self.query_one("#messages", VerticalScroll)
+        await box.remove_children()
+        await box.mount_all(Static(turn_panel(t), classes="turn") for t in self.view.turns)
+        self.cursor, self.marked = len(self.view.turns) - 1, None
+        self.show()
+
+    @property
+    def panels(self) -> list[Static]:
+        """The message widgets, in turn order."""
+        return list(self.query_one("#messages", VerticalScroll).query(".turn").results(Static))
+
+    def show(self, scroll: bool = True) -> None:
+        """Show turns up to the cursor, mark the cursor, and update the status line (redrawing only what changed)."""
+        panels = self.panels
+        old = self.marked
+        low, high = (0, len(panels) - 1) if old is None else (min(old, self.cursor), max(old, self.cursor))
+        for i in range(low, high + 1):
+            panels[i].display = i <= self.cursor
+        for i in {old, self.cursor} - {None}:
+            panels[i].update(turn_panel(self.view.turns[i], current=i == self.cursor))
+        self.marked = self.cursor
+        if scroll and panels:
+            panels[self.cursor].scroll_visible(animate=False)
+        self.query_one("#status", Static).update(self.status_text())
+
+    def status_text(self) -> Text:
+        """Where the cursor is, play state and speed, and which episode of the filter this is."""
+        turn = self.view.turns[self.cursor].message if self.view.turns else None
+        text = Text(f"turn {turn.turn_index if turn else '-'} of {len(self.view.turns) - 1}  ·  ")
+        text.append("▶ playing" if self.timer else "❚❚ paused", style="bold green" if self.timer else "")
+        text.append(f" at {SPEEDS[self.speed]:g} turns/s  ·  episode {self.index + 1} of {len(self.rows)} in the filter")
+        return text
+
+    def action_step(self, delta: int) -> None:
+        """Move the cursor one turn forward or back."""
+        self.cursor = max(0, min(len(self.view.turns) - 1, self.cursor + delta))
+        self.show()
+
+    def action_first(self) -> None:
+        """Rewind to the opening turn."""
+        self.pause()
+        self.cursor = 0
+        self.show()
+
+    def action_last(self) -> None:
+        """Show every turn."""
+        self.pause()
+        self.cursor = len(self.view.turns) - 1
+        self.show()
+
+    def action_onset(self) -> None:
+        """Put the cursor on the drift onset (unfolding up to it)."""
+        position = self.view.onset_position
+        if position is None:
+            self.app.notify(f"no drift onset under {self.judge or 'any judge'} in this episode", severity="warning")
+            return
+        self.pause()
+        self.cursor = position
+        self.show()
+
+    def action_play(self) -> None:
+        """Play from the cursor (from the start when at the end), or pause."""
+        if self.timer is not None:
+            self.pause()
+            self.show(scroll=False)
+            return
+        if self.cursor >= len(self.view.turns) - 1:
+            self.cursor = 0
+        self.timer = self.set_interval(1 / SPEEDS[self.speed], self._tick)
+        self.show()
+
+    def _tick(self) -> None:
+        if self.cursor >= len(self.view.turns) - 1:
+            self.pause()
+            self.show(scroll=False)
+            return
+        self.action_step(1)
+
+    def pause(self) -> None:
+        """Stop playing."""
+        if self.timer is not None:
+            self.timer.stop()
+            self.timer = None
+
+    def action_speed(self, delta: int) -> None:
+        """Play faster or slower."""
+        self.speed = max(0, min(len(SPEEDS) - 1, self.speed + delta))
+        if self.timer is not None:
+            self.timer.stop()
+            self.timer = self.set_interval(1 / SPEEDS[self.speed], self._tick)
+        self.show(scroll=False)
+
+    async def action_episode(self, delta: int) -> None:
+        """Open the next or previous episode of the filter."""
+        index = self.index + delta
+        if not 0 <= index < len(self.rows):
+            self.app.notify("no more episodes in this filter", severity="warning")
+            return
+        await self.load(index)
+
+    def action_back(self) -> None:
+        """Back to the episode table."""
+        self.pause()
+        self.app.pop_screen()
