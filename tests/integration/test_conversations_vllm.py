@@ -11,8 +11,9 @@ import time
 
 import networkx as nx
 import pytest
+import yaml
 
-from helpers import REPO, TESTBED, run_cli, run_id_of, wait_for_episodes
+from helpers import REPO, TESTBED, run_cli, run_id_of, wait_for_episodes, write_yaml
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +54,15 @@ def test_information_gathering_run_scores_and_leak_rate(server_agent, tmp_path):
 
 
 def test_kill_minus_nine_mid_dialogue_then_resume(server_agent, tmp_path):
+    """Two conversations at a time, so that 8 episodes end in waves and the kill lands between them, not after."""
     db = str(tmp_path / "s.sqlite")
-    args = ["run", "dialogue-gsm8k", "--assistant", str(server_agent), "--user", str(server_agent), "--limit", "4",
+    agent = yaml.safe_load(server_agent.read_text())
+    serial = write_yaml(tmp_path / "serial.yaml", {**agent, "concurrency": 2})
+    args = ["run", "dialogue-gsm8k", "--assistant", str(serial), "--user", str(serial), "--limit", "4",
             "--store", db, "-q", "--no-report", "--no-judge"]
     proc = subprocess.Popen([*TESTBED, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_episodes(db)
-    time.sleep(random.uniform(0.0, 2.0))
+    time.sleep(random.uniform(0.0, 0.3))
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     with sqlite3.connect(db) as conn:
