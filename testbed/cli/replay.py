@@ -39,8 +39,6 @@ def replay(
         fail("--label needs a run: testbed replay RUN --label NAME")
     if label is not None and episode is not None:
         fail("--label labels a whole run; leave out the episode")
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        fail("testbed replay needs a terminal; to print one transcript into a pipe use: testbed show-episode RUN EPISODE")
     db = open_store(store, readonly=label is None)
     run, episode_id, who = None, None, None
     try:
@@ -55,6 +53,8 @@ def replay(
                 fail(f"run {run} has no finished episode with a generated user turn to label")
     except (StoreError, ValueError) as exc:
         fail(str(exc))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail("testbed replay needs a terminal; to print one transcript into a pipe use: testbed show-episode RUN EPISODE")
     ReplayApp(db, run, episode_id, annotator=label, seed=seed, judge=who).run()
     if label is not None:
         console.print(f"labels are stored as human:{label}; compare them with: testbed agree {run} --a local --b human:{label}")

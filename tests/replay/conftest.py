@@ -4,6 +4,7 @@ episode, labels from the local judge and from a second judge that marks a known 
 from __future__ import annotations
 
 import asyncio
+import io
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,23 @@ def replay_store(tmp_path_factory) -> tuple[Path, str]:
     write_labels(store, run_id, SECOND, rows)
     store.close()
     return path, run_id
+
+
+def plain(widget) -> str:
+    """What a Static widget shows, as plain text (its rich content rendered 200 columns wide)."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+@pytest.fixture
+def replay_copy(replay_store, tmp_path) -> tuple[Path, str]:
+    """A private copy of the replay store, for tests that write labels."""
+    import shutil
+
+    path, run_id = replay_store
+    copy = tmp_path / "store.sqlite"
+    shutil.copy(path, copy)
+    return copy, run_id

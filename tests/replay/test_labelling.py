@@ -1,0 +1,103 @@
+"""Labelling by hand: a fair seeded order, blind to the judges, every label stored at once, reopened intact."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from testbed.cli import app as cli
+from testbed.replay.app import ReplayApp
+from testbed.replay.catalog import RunCatalog
+from testbed.replay.label_screen import LabelScreen
+from testbed.replay.labelling import LabellingSession, annotator, stratified_order
+from testbed.store import Store
+from testbed.store.labels import latest_labels
+
+from conftest import plain
+
+SIZE = (120, 40)
+
+
+def context_text(app) -> str:
+    return plain(app.screen.query_one("#context"))
+
+
+async def test_five_labels_survive_quitting_and_reopening_and_agree_reads_them(replay_copy):
+    path, run_id = replay_copy
+    app = ReplayApp(Store(path), run_id, annotator="alice", seed=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LabelScreen)
+        total = screen.session.total
+        assert total == 21 and "0 of 21 labelled" in plain(screen.query_one("#progress"))
+        first = screen.turn
+        text = context_text(app)
+        assert first.user_turn in text and first.answer[:30] in text and "second judge says" not in text, "judges hidden"
+        await pilot.press("3")
+        revealed = plain(screen.query_one("#last"))
+        assert "echo_assistant" in revealed and "second judge says" in revealed, "after labelling, the judges are shown"
+        await pilot.press("1", "1", "2", "8")
+        assert screen.session.done == 5
+        await pilot.press("q")
+    stored = latest_labels(Store(path, readonly=True), run_id, annotator("alice"))
+    assert len(stored) == 5 and Counter(r.label for r in stored) == Counter(
+        ["echo_assistant", "genuine_followup", "genuine_followup", "restate_question", "other"])
+    assert next(r for r in stored if (r.episode_id, r.turn_index) == (first.episode_id, first.turn_index)).label == "echo_assistant"
+    again = ReplayApp(Store(path), run_id, annotator="alice", seed=3)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert again.screen.session.done == 5 and "5 of 21 labelled" in plain(again.screen.query_one("#progress"))
+        assert again.screen.position == 5, "the same seed resumes at the first turn not yet labelled"
+    result = CliRunner().invoke(cli, ["agree", run_id, "--a", "local", "--b", "human:alice", "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "on 5 turns labelled by both" in result.output and "Cohen's κ" in result.output
+
+
+async def test_undo_skip_and_note(replay_copy):
+    path, run_id = replay_copy
+    app = ReplayApp(Store(path), run_id, annotator="bob")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        first = screen.turn
+        await pilot.press("n", *"too short to tell", "enter", "7")
+        assert screen.session.label_of(first) == ("short_filler", "too short to tell")
+        await pilot.press("u")
+        assert screen.turn == first and screen.session.label_of(first) is None and screen.session.done == 0
+        await pilot.press("k")
+        assert screen.turn != first
+        skipped_to = screen.turn
+        await pilot.press("1")
+        assert screen.session.label_of(skipped_to) == ("genuine_followup", "")
+        await pilot.press("u", "u")
+    rows = latest_labels(Store(path, readonly=True), run_id, annotator("bob"))
+    assert {r.status for r in rows} == {"unscored"}, "undo appends a withdrawal; the newest row counts"
+    result = CliRunner().invoke(cli, ["agree", run_id, "--a", "local", "--b", "human:bob", "--store", str(path)])
+    assert "on 0 turns" in result.output
+
+
+def test_the_order_is_seeded_and_every_prefix_is_stratified():
+    strata = {(f"e{i}", t): ("a" if i < 60 else "b",) for i in range(80) for t in (2, 4, 6)}
+    order = stratified_order(strata, seed=7)
+    assert sorted(order) == sorted(strata) and order == stratified_order(strata, seed=7)
+    assert order != stratified_order(strata, seed=8)
+    for n in (4, 20, 100):
+        share = sum(strata[turn] == ("a",) for turn in order[:n]) / n
+        assert abs(share - 0.75) <= 1 / n + 1e-9, f"first {n}: {share:.2f} of stratum a, not 0.75"
+
+
+def test_the_session_orders_the_runs_judged_turns(replay_store):
+    path, run_id = replay_store
+    store = Store(path, readonly=True)
+    session = LabellingSession.open(store, RunCatalog.load(store, run_id), "carol", seed=0)
+    assert sorted((t.episode_id, t.turn_index) for t in session.order) == sorted((t.episode_id, t.turn_index) for t in store.turns(run_id))
+    temperatures = {e.key.episode_id: e.key.temperature for e in store.episodes(run_id)}
+    first_four = [temperatures[t.episode_id] for t in session.order[:4]]
+    assert sorted(first_four) == [0.0, 0.0, 0.7, 0.7], "both temperatures in about their share from the start"
+
+
+@pytest.mark.parametrize("name", ["", "  ", "a:b", "x@y"])
+def test_bad_annotator_names(name):
+    with pytest.raises(ValueError, match="annotator name"):
+        annotator(name)

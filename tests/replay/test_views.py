@@ -1,0 +1,109 @@
+"""The data behind the app: episode rows agree with the drift analysis, filters read and fail clearly, views mark turns."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from testbed.analysis.drift import drift_onsets
+from testbed.cli import app as cli
+from testbed.replay.catalog import RunCatalog, default_judge
+from testbed.replay.episode_view import episode_view
+from testbed.replay.filters import EpisodeFilter, FilterError
+from testbed.store import JudgeIdentity, Store
+from testbed.store.frames import turns_df
+from testbed.store.labels import labels_frame
+
+from conftest import SECOND
+
+
+def test_rows_agree_with_the_drift_analysis_for_every_judge(replay_store):
+    path, run_id = replay_store
+    store = Store(path, readonly=True)
+    catalog = RunCatalog.load(store, run_id)
+    turns = turns_df(store, run_id)
+    turns = turns[turns.status == "done"]
+    for who in catalog.identities:
+        expected = drift_onsets(labels_frame(store, run_id, who), turns).set_index("episode_id")
+        for row in catalog.rows(who):
+            if row.errored:
+                assert row.episode_id not in expected.index or not expected.loc[row.episode_id, "drifted"]
+                continue
+            onset = expected.loc[row.episode_id, "onset"]
+            assert (row.onset is None and math.isnan(onset)) or row.onset == onset, (who, row.episode_id)
+            assert row.user_turns == expected.loc[row.episode_id, "user_turns"]
+
+
+def test_default_judge_prefers_local_then_model_judges_then_people():
+    local, model, person = JudgeIdentity("local", "2"), JudgeIdentity("fm", "1", "gpt"), JudgeIdentity("human", "v1", "ann")
+    assert default_judge([person, model, local]) == local
+    assert default_judge([person, model]) == model
+    assert default_judge([person]) == person and default_judge([]) is None
+
+
+def test_the_view_marks_onset_source_and_ordinals(replay_store):
+    path, run_id = replay_store
+    store = Store(path, readonly=True)
+    catalog = RunCatalog.load(store, run_id)
+    episode = next(e for e in catalog.episodes if e.status == "done")
+    view = episode_view(store, catalog, episode, SECOND)
+    assert [t.ordinal for t in view.turns] == [0, 0, 1, 0, 2, 0, 3, 0]
+    onset = view.turns[view.onset_position]
+    assert onset.message.turn_index == 6 and onset.source.kind == "echoes" and onset.source.turn_index == 5
+    assert all(len(t.labels) == 2 for t in view.turns if t.generated), "both judges' labels on every judged turn"
+    assert episode_view(store, catalog, episode, None).onset_position is None
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("colour=red", "unknown filter field 'colour'"),
+    ("t=warm", "not a number"),
+    ("drifted=maybe", "not yes or no"),
+    ("model=", "has no value"),
+    ('"unclosed', "close the quote"),
+])
+def test_bad_filters_name_the_term(line, problem):
+    with pytest.raises(FilterError, match=problem):
+        EpisodeFilter.parse(line)
+
+
+def test_filter_terms_combine(replay_store):
+    path, run_id = replay_store
+    store = Store(path, readonly=True)
+    rows = RunCatalog.load(store, run_id).rows(SECOND)
+    keep = lambda line: EpisodeFilter.parse(line).apply(rows, lambda word: {r.episode_id for r in rows})  # noqa: E731
+    assert len(keep("")) == 8
+    assert len(keep("label=echo")) == 7 and len(keep("label=echo !drifted")) == 0
+    assert len(keep("temperature=0.7 status=yes")) == 1, "aliases: temperature is t, status is errored"
+    assert len(keep("stop=max mode=INSTRUCTED")) == 7
+
+
+def test_show_episode_prints_roles_labels_onset_and_errors(replay_store):
+    path, run_id = replay_store
+    store = Store(path, readonly=True)
+    errored = next(e.key.episode_id for e in store.episodes(run_id) if e.status == "error")
+    done = next(e.key.episode_id for e in store.episodes(run_id) if e.status == "done")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["show-episode", run_id[:8], done[:6], "--judge", "failure-modes", "--store", str(path)],
+                        env={"COLUMNS": "140"})
+    assert out.exit_code == 0, out.output
+    assert " USER " in out.output and " ASSISTANT " in out.output and "DRIFT ONSET" in out.output
+    assert "echoes turn 5" in out.output and "onset at user turn 3 (turn 6)" in out.output and "second judge says" in out.output
+    bad = runner.invoke(cli, ["show-episode", run_id, errored, "--store", str(path)], env={"COLUMNS": "140"})
+    assert bad.exit_code == 0 and "HTTP 503 from the user model" in bad.output and " ERROR " in bad.output
+    unknown = runner.invoke(cli, ["show-episode", run_id, "zzz", "--store", str(path)])
+    assert unknown.exit_code == 2 and "episode 'zzz' is not in run" in unknown.output
+
+
+def test_replay_refuses_clearly_outside_a_terminal_and_on_bad_arguments(replay_store):
+    path, run_id = replay_store
+    runner = CliRunner()
+    no_tty = runner.invoke(cli, ["replay", run_id, "--store", str(path)])
+    assert no_tty.exit_code == 2 and "needs a terminal" in no_tty.output and "show-episode" in no_tty.output
+    no_run = runner.invoke(cli, ["replay", "--label", "ann", "--store", str(path)])
+    assert no_run.exit_code == 2 and "--label needs a run" in no_run.output
+    unknown = runner.invoke(cli, ["replay", "nope", "--store", str(path)])
+    assert unknown.exit_code == 2 and "run 'nope' is not in the store" in unknown.output
+    bad_name = runner.invoke(cli, ["replay", run_id, "--label", "a:b", "--store", str(path)])
+    assert bad_name.exit_code == 2 and "annotator name" in bad_name.output
