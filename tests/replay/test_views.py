@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from testbed.analysis.drift import drift_onsets
+from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app as cli
 from testbed.replay.catalog import RunCatalog, default_judge
 from testbed.replay.episode_view import episode_view
 from testbed.replay.filters import EpisodeFilter, FilterError
+from testbed.replay.render import turn_panel
+from testbed.runner import run_scenario
+from testbed.specs.loader import load_scenario
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import turns_df
 from testbed.store.labels import labels_frame
@@ -107,3 +113,22 @@ def test_replay_refuses_clearly_outside_a_terminal_and_on_bad_arguments(replay_s
     assert unknown.exit_code == 2 and "run 'nope' is not in the store" in unknown.output
     bad_name = runner.invoke(cli, ["replay", run_id, "--label", "a:b", "--store", str(path)])
     assert bad_name.exit_code == 2 and "annotator name" in bad_name.output
+
+
+async def test_a_probe_answer_shown_perturbed_is_marked(spec_dir, store):
+    scenario = load_scenario(spec_dir(items={"limit": 1}, user_modes=["instructed"], temperatures=[0.0],
+                                      perturbations=["none", "truncation"]))
+    answer = ScriptedBackend(lambda r: "First add the eggs, then subtract the ones she eats, then multiply by two dollars.")
+    summary = await run_scenario(scenario, store, backends={"assistant": answer, "user": ScriptedBackend(lambda r: "Why two?")},
+                                 show_progress=False)
+    catalog = RunCatalog.load(store, summary.run_id)
+    marks = {}
+    for episode in catalog.episodes:
+        view = episode_view(store, catalog, episode, None)
+        marks[episode.key.perturbation] = [(t.message.role, t.perturbed) for t in view.turns if t.perturbed]
+        if episode.key.perturbation == "truncation":
+            panel = turn_panel(next(t for t in view.turns if t.perturbed))
+    assert marks == {"none": [], "truncation": [("assistant", "truncation")]}
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(panel)
+    assert "perturbed: truncation" in console.export_text()
