@@ -101,3 +101,17 @@ def test_the_session_orders_the_runs_judged_turns(replay_store):
 def test_bad_annotator_names(name):
     with pytest.raises(ValueError, match="annotator name"):
         annotator(name)
+
+
+def test_two_people_and_a_judge_give_fleiss_kappa(replay_copy):
+    path, run_id = replay_copy
+    store = Store(path)
+    catalog = RunCatalog.load(store, run_id)
+    for name, label in (("ann", "genuine_followup"), ("ben", "echo_assistant")):
+        session = LabellingSession.open(store, catalog, name, seed=1)
+        for turn in session.order[:6]:
+            session.label(turn, label)
+    store.close()
+    result = CliRunner().invoke(cli, ["agree", run_id, "--a", "human:ann", "--b", "human:ben", "--c", "local", "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "on 6 turns labelled by both" in result.output and "Fleiss' κ over 3 annotators (labels)" in result.output
