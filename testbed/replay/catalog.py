@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.browse import generated_turn_indices
-from testbed.store.labels import HUMAN, latest_labels
+from testbed.store.labels import HUMAN, latest_label_tuples
 
 
 @dataclass(frozen=True)
@@ -82,46 +82,66 @@ def _top_label(labels: list[str]) -> str:
     return min(counts, key=lambda name: (-counts[name], order.get(name, len(order))))
 
 
+Verdict = tuple
+"""A stored verdict as `testbed.store.labels.latest_label_tuples` gives it (`LABEL_TUPLE` fields)."""
+
+
+def _record(row: Verdict, who: JudgeIdentity) -> LabelRecord:
+    return LabelRecord(row[0], row[1], who, row[5], row[6], None if row[7] is None else bool(row[7]), row[8], None, 1, "")
+
+
 @dataclass
 class RunCatalog:
-    """A run's episodes, every label of every identity, and the generated user turns, read once."""
+    """A run's episodes, every identity's latest labels and the generated user turns, read once.
+
+    Labels are kept as plain tuples and become `LabelRecord`s only for the episode on screen; each
+    judge's scored labels are indexed by turn the first time that judge is asked for.
+    """
 
     run_id: str
     framework: str
     identities: list[JudgeIdentity]
     episodes: list[EpisodeRecord]
     generated: dict[str, list[int]]
-    labels: dict[tuple[str, int], list[LabelRecord]]
+    labels: dict[tuple[str, int], list[Verdict]]
+    scored_by_judge: dict[JudgeIdentity, dict[tuple[str, int], str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: Store, run_id: str) -> "RunCatalog":
         """Read the run's episodes, generated turns and latest labels (of every identity)."""
-        by_turn: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
-        for record in latest_labels(store, run_id):
-            by_turn[(record.episode_id, record.turn_index)].append(record)
-        identities = sorted({r.who for group in by_turn.values() for r in group}, key=str)
+        by_turn: dict[tuple[str, int], list[Verdict]] = defaultdict(list)
+        for row in latest_label_tuples(store, run_id):
+            by_turn[(row[0], row[1])].append(row)
+        identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
                    generated_turn_indices(store, run_id), dict(by_turn))
 
-    def verdict(self, episode_id: str, turn_index: int, who: JudgeIdentity) -> LabelRecord | None:
-        """One identity's latest verdict on a turn, or None."""
-        return next((r for r in self.labels.get((episode_id, turn_index), []) if r.who == who), None)
+    def records(self, episode_id: str, turn_index: int) -> list[LabelRecord]:
+        """Every identity's latest verdict on a turn, judges before people."""
+        out = [_record(row, JudgeIdentity(*row[2:5])) for row in self.labels.get((episode_id, turn_index), [])]
+        return sorted(out, key=lambda r: (r.who.judge == HUMAN, str(r.who)))
+
+    def scored_labels(self, who: JudgeIdentity) -> dict[tuple[str, int], str]:
+        """One identity's scored 8-way labels by (episode id, turn index)."""
+        if who not in self.scored_by_judge:
+            key = (who.judge, who.version, who.model)
+            self.scored_by_judge[who] = {turn: row[6] for turn, rows in self.labels.items() for row in rows
+                                         if row[2:5] == key and row[5] == "scored" and row[6]}
+        return self.scored_by_judge[who]
 
     def rows(self, judge: JudgeIdentity | None) -> list[EpisodeRow]:
         """Every episode as a row, with drift onset and top label under `judge` (none of either when None)."""
         drift = taxonomy().drift_labels
+        scored = self.scored_labels(judge) if judge is not None else {}
         out = []
         for e in self.episodes:
-            turns = self.generated.get(e.key.episode_id, [])
-            given: list[tuple[int, str]] = []
-            for k, t in enumerate(turns, 1):
-                record = self.verdict(e.key.episode_id, t, judge) if judge is not None else None
-                if record is not None and record.status == "scored" and record.label:
-                    given.append((k, record.label))
-            onset = next(((k, turns[k - 1]) for k, label in given if label in drift), (None, None))
-            labels = [label for _, label in given]
+            eid = e.key.episode_id
+            turns = self.generated.get(eid, [])
+            given = [(k, t, scored[(eid, t)]) for k, t in enumerate(turns, 1) if (eid, t) in scored]
+            onset = next(((k, t) for k, t, label in given if label in drift), (None, None))
+            labels = [label for *_, label in given]
             out.append(EpisodeRow(
-                e.key.episode_id, e.key.item_id, e.key.assistant_model, e.key.user_model, e.key.dataset, e.key.user_mode,
+                eid, e.key.item_id, e.key.assistant_model, e.key.user_model, e.key.dataset, e.key.user_mode,
                 e.key.temperature, e.key.perturbation, self.framework, e.status, e.termination or "", e.error_reason or "",
                 len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels)))
         return out

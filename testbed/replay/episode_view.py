@@ -86,11 +86,8 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     messages = store.messages(catalog.run_id, eid)
     generated = catalog.generated.get(eid, [])
     ordinal = {t: k for k, t in enumerate(generated, 1)}
-    chosen = {}
-    for t in generated:
-        record = catalog.verdict(eid, t, judge) if judge is not None else None
-        if record is not None and record.status == "scored" and record.label:
-            chosen[t] = record.label
+    scored = catalog.scored_labels(judge) if judge is not None else {}
+    chosen = {t: scored[(eid, t)] for t in generated if (eid, t) in scored}
     graph = episode_graph([{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
                            for m in messages], chosen)
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
@@ -99,7 +96,6 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
     turns = []
     for m in messages:
-        labels = sorted(catalog.labels.get((eid, m.turn_index), []), key=lambda r: (r.who.judge == "human", str(r.who)))
-        turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(labels), sources.get(m.turn_index),
+        turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(catalog.records(eid, m.turn_index)), sources.get(m.turn_index),
                               m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None))
     return EpisodeView(catalog.run_id, episode, judge, tuple(turns))

@@ -115,7 +115,7 @@ class LabelScreen(Screen):
         label, _ = self.session.label_of(turn) or ("", "")
         text = Text(f"turn {turn.episode_id[:12]}:{turn.turn_index}  you: ", style="dim")
         text.append(label, style="bold cyan")
-        for record in self.session.catalog.labels.get((turn.episode_id, turn.turn_index), []):
+        for record in self.session.catalog.records(turn.episode_id, turn.turn_index):
             if record.who != self.session.who:
                 text.append("\n   ")
                 text.append_text(label_line(record))

@@ -28,14 +28,14 @@ class TranscriptScreen(Screen):
     """One episode's messages with their labels, source edges and drift onset."""
 
     BINDINGS = [
-        Binding("right", "step(1)", "next turn", key_display="→"),
-        Binding("left", "step(-1)", "previous turn", key_display="←", show=False),
+        Binding("right", "step(1)", "next turn", key_display="→", priority=True),
+        Binding("left", "step(-1)", "previous turn", key_display="←", show=False, priority=True),
         Binding("space", "play", "play / pause"),
         Binding("plus,equals_sign", "speed(1)", "faster", key_display="+"),
         Binding("minus", "speed(-1)", "slower", key_display="-", show=False),
         Binding("o", "onset", "jump to drift onset"),
-        Binding("home", "first", "rewind to the opening turn", show=False),
-        Binding("end", "last", "show every turn", show=False),
+        Binding("home", "first", "rewind to the opening turn", show=False, priority=True),
+        Binding("end", "last", "show every turn", show=False, priority=True),
         Binding("right_square_bracket", "episode(1)", "next episode (filtered)", key_display="]"),
         Binding("left_square_bracket", "episode(-1)", "previous episode (filtered)", key_display="[", show=False),
         Binding("escape", "back", "back to episodes", show=False),

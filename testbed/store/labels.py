@@ -95,3 +95,17 @@ def latest_labels_frame(store: Store, run_id: str, who: JudgeIdentity | None = N
     sql, params = _latest_sql("episode_id, turn_index, judge, judge_version, model, status, label, followup, reason, raw,"
                               " attempts, created_at", who)
     return pd.read_sql_query(sql, store.conn, params=(run_id, *params))
+
+
+LABEL_TUPLE = ("episode_id", "turn_index", "judge", "judge_version", "model", "status", "label", "followup", "reason", "label_id")
+"""The fields of each tuple `latest_label_tuples` gives, in order."""
+
+
+def latest_label_tuples(store: Store, run_id: str) -> list[tuple]:
+    """The latest verdict per turn of every identity as plain tuples (`LABEL_TUPLE`), in the order written.
+
+    For readers that hold a whole run's labels at once (the replay app): tens of thousands of
+    tuples read in a fraction of the time the same `LabelRecord`s take to build.
+    """
+    sql, params = _latest_sql(", ".join(LABEL_TUPLE), None)
+    return store.conn.execute(sql, (run_id, *params)).fetchall()

@@ -117,3 +117,34 @@ async def test_help_lists_every_key_of_the_screen(replay_store):
         assert all(what in shown for _, what in rows)
         await pilot.press("z")
         assert isinstance(app.screen, TranscriptScreen)
+
+
+async def test_the_table_loads_rows_a_page_at_a_time(replay_store, monkeypatch):
+    import testbed.replay.episodes_screen as episodes_screen
+
+    monkeypatch.setattr(episodes_screen, "PAGE", 3)
+    monkeypatch.setattr(episodes_screen, "LOAD_AHEAD", 1)
+    path, run_id = replay_store
+    app = ReplayApp(Store(path, readonly=True), run_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert table(app).row_count == 3 and len(screen.shown) == 8
+        await pilot.press("down", "down")
+        assert table(app).row_count == 6, "the cursor near the last loaded row brings the next page"
+        await pilot.press(*["down"] * 6)
+        assert table(app).row_count == 8
+        await pilot.press("e")
+        assert table(app).row_count == 1
+
+
+async def test_transcript_keys_work_when_the_messages_have_focus(replay_store):
+    path, run_id = replay_store
+    app = ReplayApp(Store(path, readonly=True), run_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        screen = app.screen
+        screen.query_one("#messages").focus()
+        await pilot.press("home")
+        assert screen.cursor == 0
+        await pilot.press("right", "end")
+        assert screen.cursor == len(screen.view.turns) - 1
