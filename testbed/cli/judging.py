@@ -127,7 +127,7 @@ def import_labels(
     from testbed.judges.turns import label_row, user_turns
     from testbed.judges.verdict import Verdict
     from testbed.specs.files import MAX_LABEL_BYTES, read_text
-    from testbed.store.labels import HUMAN, JudgeIdentity, write_labels
+    from testbed.store.labels import HUMAN, HUMAN_VERSION, JudgeIdentity, write_labels
 
     db = open_store(store)
     try:
@@ -152,5 +152,5 @@ def import_labels(
         if key not in known:
             fail(f"{labels}:{number}: run {run} has no user turn {key[0]}:{key[1]}")
         rows.append(label_row(*key, Verdict(label, t.is_followup(label), "human")))
-    write_labels(db, run, JudgeIdentity(HUMAN, "v1", annotator), rows)
+    write_labels(db, run, JudgeIdentity(HUMAN, HUMAN_VERSION, annotator), rows)
     console.print(f"stored {len(rows)} labels by {HUMAN}:{annotator} on run {run}")

@@ -79,6 +79,5 @@ def show_episode(
         fail(str(exc))
     who = _judge(db, run, judge)
     catalog = RunCatalog.load(db, run)
-    by_id = {e.key.episode_id: e for e in catalog.episodes}
-    chosen = episode_named(list(by_id), episode, run)
-    print_episode(episode_view(db, catalog, by_id[chosen], who), console)
+    chosen = episode_named([e.key.episode_id for e in catalog.episodes], episode, run)
+    print_episode(episode_view(db, catalog, catalog.episode(chosen), who), console)

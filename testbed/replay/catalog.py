@@ -105,6 +105,10 @@ class RunCatalog:
     generated: dict[str, list[int]]
     labels: dict[tuple[str, int], list[Verdict]]
     scored_by_judge: dict[JudgeIdentity, dict[tuple[str, int], str]] = field(default_factory=dict)
+    by_id: dict[str, EpisodeRecord] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {e.key.episode_id: e for e in self.episodes}
 
     @classmethod
     def load(cls, store: Store, run_id: str) -> "RunCatalog":
@@ -115,6 +119,10 @@ class RunCatalog:
         identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
                    generated_turn_indices(store, run_id), dict(by_turn))
+
+    def episode(self, episode_id: str) -> EpisodeRecord:
+        """The run's episode with this id (KeyError when it has none)."""
+        return self.by_id[episode_id]
 
     def records(self, episode_id: str, turn_index: int) -> list[LabelRecord]:
         """Every identity's latest verdict on a turn, judges before people."""

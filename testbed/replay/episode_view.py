@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from testbed.analysis.graphs import episode_graph
-from testbed.judges.taxonomy import taxonomy
 from testbed.replay.catalog import RunCatalog
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.transcript import Message
@@ -66,10 +65,6 @@ class EpisodeView:
         """Position in `turns` of the drift onset, or None."""
         return next((i for i, t in enumerate(self.turns) if t.onset), None)
 
-    def position_of(self, turn_index: int) -> int | None:
-        """Position in `turns` of a message index."""
-        return next((i for i, t in enumerate(self.turns) if t.message.turn_index == turn_index), None)
-
 
 def _perturbed_index(messages: list[Message], perturbation: str, first_generated: int | None) -> int | None:
     if perturbation == "none":
@@ -91,8 +86,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     graph = episode_graph([{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
                            for m in messages], chosen)
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
-    drift = taxonomy().drift_labels
-    onset = next((t for t in generated if chosen.get(t) in drift), None)
+    onset = next((t for t, data in graph.nodes(data=True) if data["onset"]), None)
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
     turns = []
     for m in messages:

@@ -55,11 +55,6 @@ def cell(row: EpisodeRow, attr: str) -> Text | str:
     return str(value)
 
 
-def sort_key(attr: str):
-    """Sort key for a column: missing values (no onset, no label) last in either direction."""
-    return lambda row: (getattr(row, attr) in (None, ""), getattr(row, attr) if getattr(row, attr) is not None else 0)
-
-
 class EpisodesScreen(Screen):
     """One run's episodes as a table; Enter replays one."""
 
@@ -124,9 +119,7 @@ class EpisodesScreen(Screen):
         """Apply the filter and sort, and redraw the table and header."""
         store = self.app.store  # type: ignore[attr-defined]
         shown = self.filter.apply(self.rows, lambda word: episodes_containing(store, self.run_id, word))
-        if self.sort.column is not None:
-            shown = sorted(shown, key=sort_key(self.sort.column), reverse=self.sort.reverse)
-        self.shown = shown
+        self.shown = self.sort.apply(shown)
         table = self.query_one("#episodes", DataTable)
         table.clear(columns=True)
         columns = self.visible_columns()

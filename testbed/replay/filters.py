@@ -123,6 +123,15 @@ class SortState:
     column: str | None = None
     reverse: bool = False
 
+    def apply(self, rows: list[EpisodeRow]) -> list[EpisodeRow]:
+        """The rows in this order; rows missing the value (no onset, no label, no error) go last either way."""
+        if self.column is None:
+            return rows
+        column = self.column
+        present = [r for r in rows if getattr(r, column) not in (None, "")]
+        missing = [r for r in rows if getattr(r, column) in (None, "")]
+        return sorted(present, key=lambda r: getattr(r, column), reverse=self.reverse) + missing
+
     def toggle(self, column: str) -> None:
         """Sort by `column`, or reverse the order when it already is."""
         self.reverse = not self.reverse if column == self.column else False

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from testbed.judges.taxonomy import taxonomy
 from testbed.replay.catalog import RunCatalog
 from testbed.store import JudgeIdentity, LabelRow, Store, TurnRecord
-from testbed.store.labels import HUMAN, latest_labels, write_labels
+from testbed.store.labels import HUMAN, HUMAN_VERSION, latest_labels, write_labels
 from testbed.store.records import CONDITIONS
 
-HUMAN_VERSION = "v1"
 WITHDRAWN = "withdrawn by the annotator (undo)"
 
 

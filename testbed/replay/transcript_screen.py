@@ -71,8 +71,7 @@ class TranscriptScreen(Screen):
         self.pause()
         self.index = index
         store = self.app.store  # type: ignore[attr-defined]
-        by_id = {e.key.episode_id: e for e in self.catalog.episodes}
-        self.view = episode_view(store, self.catalog, by_id[self.rows[index].episode_id], self.judge)
+        self.view = episode_view(store, self.catalog, self.catalog.episode(self.rows[index].episode_id), self.judge)
         self.query_one("#header", Static).update(episode_header(self.view))
         box = self.query_one("#messages", VerticalScroll)
         await box.remove_children()

@@ -15,6 +15,8 @@ from testbed.store.sqlite_store import Store, StoreError, now
 
 HUMAN = "human"
 """The judge name human annotations are stored under (`human@v1:<annotator>`)."""
+HUMAN_VERSION = "v1"
+"""The version human annotations are stored under, whether imported or given in `testbed replay --label`."""
 
 LABEL_COLUMNS = ["episode_id", "turn_index", "status", "label", "followup", "reason", "raw"]
 """What `labels_frame` gives per turn: the verdict without who gave it (the caller named them)."""

@@ -14,7 +14,7 @@ from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app as cli
 from testbed.replay.catalog import RunCatalog, default_judge
 from testbed.replay.episode_view import episode_view
-from testbed.replay.filters import EpisodeFilter, FilterError
+from testbed.replay.filters import EpisodeFilter, FilterError, SortState
 from testbed.replay.render import turn_panel
 from testbed.runner import run_scenario
 from testbed.specs.loader import load_scenario
@@ -132,3 +132,13 @@ async def test_a_probe_answer_shown_perturbed_is_marked(spec_dir, store):
     console = Console(width=120, record=True, file=io.StringIO())
     console.print(panel)
     assert "perturbed: truncation" in console.export_text()
+
+
+def test_sorting_puts_rows_without_the_value_last_in_both_directions(replay_store):
+    path, run_id = replay_store
+    rows = RunCatalog.load(Store(path, readonly=True), run_id).rows(SECOND)
+    for reverse in (False, True):
+        ordered = SortState("onset", reverse).apply(rows)
+        assert ordered[-1].onset is None and all(r.onset is not None for r in ordered[:-1])
+        errors = SortState("error", reverse).apply(rows)
+        assert errors[0].error == "HTTP 503 from the user model"
