@@ -26,14 +26,23 @@ from testbed.store import TurnRecord
 LABEL_KEYS = tuple(str(k) for k in range(1, 9))
 
 
-def legend() -> Text:
-    """The eight labels with their keys and definitions from `judges/labels.yaml`."""
+SHORT_DEFINITION = 90
+"""Characters of a definition the one-line legend keeps, so eight labels fit eight lines of a 120-column terminal."""
+
+
+def _short(definition: str) -> str:
+    return definition if len(definition) <= SHORT_DEFINITION else definition[:SHORT_DEFINITION].rsplit(" ", 1)[0] + " …"
+
+
+def legend(full: bool = False) -> Text:
+    """The eight labels with their keys and definitions from `judges/labels.yaml`: cut to a line each, or whole when `full`."""
     t = taxonomy()
     text = Text()
     for key, name in zip(LABEL_KEYS, t.labels):
         text.append(f" {key} ", style="reverse bold")
-        text.append(f" {name}", style="bold")
-        text.append(f"  {t.definitions[name]}\n", style="dim")
+        text.append(f" {name:<17}", style="bold")
+        text.append(f" {t.definitions[name] if full else _short(t.definitions[name])}\n", style="dim")
+    text.rstrip()
     return text
 
 
@@ -46,12 +55,14 @@ class LabelScreen(Screen):
         Binding("u", "undo", "undo the last label"),
         Binding("k", "skip", "skip this turn"),
         Binding("n", "note", "add a note to this turn's label"),
+        Binding("l", "legend", "whole label definitions / one line each"),
         Binding("escape", "back", "close the note, or leave"),
     ]
 
     DEFAULT_CSS = """
     LabelScreen #progress { height: auto; padding: 0 1; background: $boost; }
     LabelScreen #turn { height: 1fr; }
+    LabelScreen #target { height: auto; max-height: 14; }
     LabelScreen #legend { height: auto; padding: 0 1; border-top: solid $accent; }
     LabelScreen #last { height: auto; padding: 0 1; }
     LabelScreen #note { display: none; }
@@ -64,12 +75,15 @@ class LabelScreen(Screen):
         self.position: int | None = None
         self.skipped: set[int] = set()
         self.note = ""
+        self.full_legend = False
 
     def compose(self) -> ComposeResult:
-        """Progress, the turn in its context, the last labelled turn, the note line, the legend."""
+        """Progress, the context (scrolls), the turn to label (always in view), the last labelled turn, the note line, the legend."""
         yield Static(id="progress")
         with VerticalScroll(id="turn"):
             yield Static(id="context")
+        with VerticalScroll(id="target"):
+            yield Static(id="user-turn")
         yield Static(id="last")
         yield Input(placeholder="note for this turn (Enter keeps it, Esc drops it)", id="note")
         yield Static(legend(), id="legend")
@@ -94,21 +108,23 @@ class LabelScreen(Screen):
         progress.append(f"{s.done} of {s.total} labelled", style="bold green")
         progress.append(f"  ·  seed {self.seed}  ·  skipped {len(self.skipped)}  ·  judges hidden", style="dim")
         self.query_one("#progress", Static).update(progress)
-        context = self.query_one("#context", Static)
+        context, target = self.query_one("#context", Static), self.query_one("#user-turn", Static)
         turn = self.turn
         if turn is None:
             context.update(Text("Every turn of this run has your label. u undoes the last one; q quits.", style="bold green"))
+            target.update("")
             return
         note = Text(f"note: {self.note}", style="italic yellow") if self.note else Text("")
         context.update(Group(
             Panel(Text(turn.question), title=role_badge("user") + Text(" the request"), title_align="left", border_style="cyan"),
             Panel(Text(turn.answer), title=role_badge("assistant") + Text(" the answer the user saw"), title_align="left",
                   border_style="green"),
-            Panel(Group(Text(turn.user_turn or "(empty)"), note), title=role_badge("user") + Text(
-                f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}"),
-                title_align="left", border_style="bold cyan"),
         ))
+        target.update(Panel(Group(Text(turn.user_turn or "(empty)"), note), title=role_badge("user") + Text(
+            f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}"),
+            title_align="left", border_style="bold cyan"))
         self.query_one("#turn", VerticalScroll).scroll_home(animate=False)
+        self.query_one("#target", VerticalScroll).scroll_home(animate=False)
 
     def reveal(self, turn: TurnRecord) -> None:
         """After a label: the person's label and, now, every judge's on the turn just labelled."""
@@ -181,6 +197,11 @@ class LabelScreen(Screen):
             self.app.pop_screen()
         else:
             self.app.exit()
+
+    def action_legend(self) -> None:
+        """Show the labels' whole definitions, or one line each."""
+        self.full_legend = not self.full_legend
+        self.query_one("#legend", Static).update(legend(self.full_legend))
 
     def action_noop(self) -> None:
         """Stands for the 1–8 keys in the help screen."""

@@ -21,7 +21,7 @@ SIZE = (120, 40)
 
 
 def context_text(app) -> str:
-    return plain(app.screen.query_one("#context"))
+    return plain(app.screen.query_one("#context")) + plain(app.screen.query_one("#user-turn"))
 
 
 async def test_five_labels_survive_quitting_and_reopening_and_agree_reads_them(replay_copy):
