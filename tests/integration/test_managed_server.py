@@ -27,15 +27,26 @@ def managed_servers(vllm_server):
     return lambda: sorted(vllm_server_pids() - before)
 
 
+def probe_spec(folder, name: str, items: int, max_tokens: int):
+    """A probe on the managed embedded model (raw user mode, greedy) with `items` GSM8K items."""
+    (folder / "prompts").mkdir(exist_ok=True)
+    (folder / "prompts" / "user.md").write_text((REPO / "scenarios/prompts/user-instructed.md").read_text())
+    return write_yaml(folder / f"{name}.yaml", {
+        "kind": "probe", "name": name, "dataset": "gsm8k", "items": {"limit": items},
+        "assistant": str(REPO / "agents/smollm2.yaml"), "user": str(REPO / "agents/smollm2.yaml"),
+        "user_modes": ["raw"], "temperatures": [0.0], "max_tokens": max_tokens,
+    })
+
+
 @pytest.fixture
 def tiny_scenario(tmp_path):
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user.md").write_text((REPO / "scenarios/prompts/user-instructed.md").read_text())
-    return write_yaml(tmp_path / "tiny.yaml", {
-        "kind": "probe", "name": "tiny-managed", "dataset": "gsm8k", "items": {"limit": 2},
-        "assistant": str(REPO / "agents/smollm2.yaml"), "user": str(REPO / "agents/smollm2.yaml"),
-        "user_modes": ["raw"], "temperatures": [0.0], "max_tokens": 16,
-    })
+    return probe_spec(tmp_path, "tiny-managed", 2, 16)
+
+
+@pytest.fixture
+def long_scenario(tmp_path):
+    """Long enough (40 answers of up to 96 tokens) that Ctrl-C a second after the server appears lands mid-run."""
+    return probe_spec(tmp_path, "long-managed", 40, 96)
 
 
 def test_managed_server_is_started_used_and_stopped(managed_servers, tiny_scenario, tmp_path):
@@ -46,15 +57,15 @@ def test_managed_server_is_started_used_and_stopped(managed_servers, tiny_scenar
     assert managed_servers() == [], "the run stopped the server it started"
 
 
-def test_ctrl_c_stops_the_managed_server_and_keeps_the_store(managed_servers, tiny_scenario, tmp_path):
+def test_ctrl_c_stops_the_managed_server_and_keeps_the_store(managed_servers, long_scenario, tmp_path):
     db = str(tmp_path / "s.sqlite")
-    proc = subprocess.Popen([*TESTBED, "run", str(tiny_scenario), "--store", db, "-q"], cwd=REPO,
+    proc = subprocess.Popen([*TESTBED, "run", str(long_scenario), "--store", db, "-q"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not managed_servers():
         time.sleep(0.5)
     assert managed_servers(), "the run started a server"
-    time.sleep(3)
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
