@@ -20,6 +20,12 @@ def vllm_server_pids() -> set[int]:
     return {p.pid for p in psutil.process_iter(["cmdline"]) if "vllm.entrypoints.openai.api_server" in (p.info["cmdline"] or [])}
 
 
+def ctrl_c_reaches_it() -> None:
+    """Give the child the default SIGINT disposition, as a terminal's Ctrl-C finds it: a suite started in the
+    background (`cmd &` without job control) ignores SIGINT, and an ignored signal is inherited across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def managed_servers(vllm_server):
     """A function listing vLLM servers started since the test began (the shared one excluded)."""
@@ -60,7 +66,7 @@ def test_managed_server_is_started_used_and_stopped(managed_servers, tiny_scenar
 def test_ctrl_c_stops_the_managed_server_and_keeps_the_store(managed_servers, long_scenario, tmp_path):
     db = str(tmp_path / "s.sqlite")
     proc = subprocess.Popen([*TESTBED, "run", str(long_scenario), "--store", db, "-q"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_it)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not managed_servers():
         time.sleep(0.5)
