@@ -1,0 +1,73 @@
+"""`testbed export`: SFT or DPO JSONL for user-turn generation from a judged run, with a data card beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from testbed.cli.app import StoreOpt, app, err_console, fail, open_store, say
+from testbed.store.sqlite_store import StoreError
+
+
+def _where(terms: list[str] | None) -> tuple[tuple[str, str], ...]:
+    out = []
+    for term in terms or []:
+        column, eq, value = term.partition("=")
+        if not eq or not column or not value:
+            fail(f"--where {term!r} is not COLUMN=VALUE (e.g. --where user_mode=instructed)")
+        out.append((column, value))
+    return tuple(out)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file, so a failed export never leaves half a file under the final name."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@app.command()
+def export(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    kind: Annotated[str, typer.Option("--as", help="sft: conversations ending in a positive user turn; dpo: positive vs failure pairs")],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="whose labels decide: a judge name, name:model, name@version, human:NAME")] = "local",
+    out: Annotated[Path, typer.Option("--out", help="folder for the JSONL and its data card")] = Path("data"),
+    label: Annotated[Optional[list[str]], typer.Option("--label", help="positive labels (repeat; default genuine_followup)")] = None,
+    failure: Annotated[Optional[list[str]], typer.Option("--failure", help="DPO failure labels (repeat; default every other label)")] = None,
+    user_model: Annotated[Optional[str], typer.Option(help="keep turns whose user model contains this")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", help="COLUMN=VALUE on episode conditions or item_id (repeat)")] = None,
+    include_canary: Annotated[bool, typer.Option("--include-canary", help="export GPQA / HealthBench text despite its canary")] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Write `<out>/<run>.<kind>.jsonl` (loadable with datasets.load_dataset("json", ...)) and `<run>.<kind>.card.md`."""
+    from testbed.export.card import card_text
+    from testbed.export.training import CANARY_DATASETS, ExportError, ExportFilter, training_rows
+    from testbed.provenance import package_versions
+    from testbed.store.labels import resolve_identity
+
+    db = open_store(store, readonly=True)
+    chosen = ExportFilter(tuple(label or ("genuine_followup",)), tuple(failure) if failure else None, user_model, _where(where),
+                          include_canary)
+    try:
+        run = db.run(run_id).run_id
+        who = resolve_identity(db, run, judge)
+        result = training_rows(db, run, kind, who, chosen)
+    except (StoreError, ExportError) as exc:
+        fail(str(exc))
+    if not result.rows:
+        fail(f"no {kind} rows: of {result.counts['judged_turns']} turns {who} scored in run {run} (after filters), "
+             f"{result.counts['positive_turns']} are positive and {result.counts['failure_turns']} failures"
+             + ("; DPO needs a positive and a failure that answer the same context" if kind == "dpo" else ""), 1)
+    if include_canary and set(result.datasets) & CANARY_DATASETS:
+        err_console.print("warning: this export holds benchmark text with a canary string; keep it out of public training corpora")
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / f"{run}.{kind}.jsonl"
+    _write(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows))
+    versions = package_versions()
+    _write(out / f"{run}.{kind}.card.md", card_text(result, chosen, data, {"usersim-testbed": versions.get("usersim-testbed", "?")}))
+    say(f"wrote {len(result.rows)} {kind} rows to {data} (judge {who}; {result.counts['positive_turns']} positive, "
+        f"{result.counts['failure_turns']} failure turns of {result.counts['judged_turns']} judged) and its data card")

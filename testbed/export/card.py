@@ -1,0 +1,37 @@
+"""The data card written beside an export: where the rows came from, who labelled them, how many, under which licence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from testbed.export.training import Export, ExportFilter
+
+LICENCES = {
+    "gsm8k": "MIT (GSM8K upstream)",
+    "ifeval": "Apache-2.0 (IFEval upstream)",
+    "ifbench": "ODC-BY (IFBench upstream)",
+    "gpqa_diamond": "CC-BY-4.0 (GPQA upstream); carries a canary string: keep it out of training corpora",
+    "healthbench": "see the HealthBench upstream terms; carries a canary string: keep it out of training corpora",
+}
+"""The source datasets' licences as the dataset packages' upstreams state them (`DATA.md`)."""
+OWN = "Apache-2.0 (this testbed's own tasks and personas)"
+
+
+def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: dict[str, str]) -> str:
+    """The data card as Markdown."""
+    fields = {
+        "file": data_file.name, "format": f"{export.kind} JSONL (chat messages)", "source_run": export.run_id,
+        "judge": str(export.judge), "positive_labels": list(chosen.positive),
+        "failure_labels": sorted(chosen.failure_labels()) if export.kind == "dpo" else None,
+        "filters": {"user_model": chosen.user_model, "where": dict(chosen.where)}, "counts": export.counts,
+        "datasets": {d: LICENCES.get(d, OWN) for d in export.datasets}, "software": software,
+    }
+    lines = [f"# Data card: {data_file.name}", "",
+             f"{export.counts['rows']} {export.kind.upper()} rows for user-turn generation from run `{export.run_id}`, "
+             f"labelled by `{export.judge}`. Every completion is a user turn the simulated user wrote, verbatim from the store; "
+             "prompts are the stored conversation with true roles and no system prompts.", "",
+             "Load with `datasets.load_dataset(\"json\", data_files=\"" + data_file.name + "\")`.", "",
+             "The labels are a judge's, not people's: check the judge's agreement with human labels "
+             "(`testbed agree`) before training on them.", "", "```json", json.dumps(fields, indent=2, ensure_ascii=False), "```", ""]
+    return "\n".join(lines)
