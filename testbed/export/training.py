@@ -32,7 +32,8 @@ from testbed.store.records import CONDITIONS
 KINDS = ("sft", "dpo")
 CANARY_DATASETS = frozenset({"gpqa_diamond", "healthbench"})
 """Benchmarks whose text carries a canary string: never exported unless asked for by flag."""
-META = ["item_id", "dataset", *[c for c in CONDITIONS if c not in ("dataset",)], "sample_index"]
+META = ["item_id", *CONDITIONS, "sample_index"]
+"""The episode columns every row carries about its turn (and that `--where` can filter on)."""
 
 
 class ExportError(ValueError):
@@ -107,11 +108,11 @@ def _turn_table(store: Store, run_id: str, judge: JudgeIdentity, chosen: ExportF
 
 
 def _contexts(messages: pd.DataFrame) -> dict[tuple[str, int], list[dict]]:
-    """For every message, the non-system messages before it, as chat messages."""
+    """For every message, the non-system messages before it, as chat messages (`messages` in episode and turn order)."""
     out = {}
     for eid, group in messages.groupby("episode_id", sort=False):
         seen: list[dict] = []
-        for m in group.sort_values("turn_index").itertuples(index=False):
+        for m in group.itertuples(index=False):
             out[(eid, int(m.turn_index))] = list(seen)
             if m.role != "system":
                 seen.append({"role": m.role, "content": m.content})
