@@ -18,7 +18,6 @@ ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green"}
 """The colour of each true role's badge and border."""
 
 ONSET_STYLE = "bold red"
-HIDDEN = "judges hidden until you label"
 
 
 def role_badge(role: str) -> Text:
@@ -50,8 +49,8 @@ def turn_title(turn: TurnView) -> Text:
     return title
 
 
-def turn_panel(turn: TurnView, *, show_labels: bool = True, current: bool = False) -> Panel:
-    """One message as a panel; `show_labels` False hides every label (labelling mode), `current` marks the cursor."""
+def turn_panel(turn: TurnView, *, current: bool = False) -> Panel:
+    """One message as a panel; `current` marks the cursor."""
     parts: list[RenderableType] = []
     marks = Text()
     if turn.onset:
@@ -65,9 +64,7 @@ def turn_panel(turn: TurnView, *, show_labels: bool = True, current: bool = Fals
         parts.append(marks)
     parts.append(Text(turn.message.content or "(empty)", style="" if turn.message.content else "dim italic"))
     if turn.generated:
-        if not show_labels:
-            parts.append(Text(HIDDEN, style="dim"))
-        elif turn.labels:
+        if turn.labels:
             parts.extend(label_line(r) for r in turn.labels)
         else:
             parts.append(Text("not labelled", style="dim"))
