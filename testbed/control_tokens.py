@@ -23,7 +23,8 @@ import json
 import re
 from pathlib import Path
 
-from testbed.backends.embedded import EMBEDDED_ALIASES, embedded_model_dir, is_prepared
+from testbed.backends.catalogue import catalogue_model
+from testbed.backends.model_prep import is_prepared, model_dir
 from testbed.specs.agent import AgentSpec
 
 GENERIC_PATTERNS = (
@@ -92,7 +93,8 @@ class ControlTokens:
     @classmethod
     def for_agent(cls, spec: AgentSpec) -> "ControlTokens":
         """The set for the model an agent names: generic, plus its tokenizer's special tokens when on disk."""
-        key = str(embedded_model_dir()) if spec.model in EMBEDDED_ALIASES else spec.model
+        entry = catalogue_model(spec.model)
+        key = str(model_dir(entry)) if entry is not None else spec.model
         cached = _BY_MODEL.get(key)
         if cached is not None:
             return cached
@@ -118,11 +120,12 @@ def for_folder(folder: str | None) -> ControlTokens:
 def model_folder(model: str) -> Path | None:
     """The folder holding the agent's tokenizer, if it is already on disk; never downloads or converts.
 
-    The embedded model counts once prepared; otherwise a local directory, or a hub id already in
-    the local Hugging Face cache (a server started elsewhere serving it under that id).
+    A catalogue model (the embedded one too) counts once prepared; otherwise a local directory, or a
+    hub id already in the local Hugging Face cache (a server started elsewhere serving it under that id).
     """
-    if model in EMBEDDED_ALIASES:
-        folder = embedded_model_dir()
+    entry = catalogue_model(model)
+    if entry is not None:
+        folder = model_dir(entry)
         return folder if is_prepared(folder) else None
     path = Path(model).expanduser()
     if path.is_dir():

@@ -7,8 +7,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from testbed.backends.base import Backend, Capabilities
-from testbed.backends.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, prepare_embedded_model
+from testbed.backends.base import Backend, BackendUnavailable, Capabilities
+from testbed.backends.catalogue import catalogue_model
+from testbed.backends.model_prep import ModelPrepError, is_prepared, locate_parts, model_dir, prepare_model
 from testbed.backends.openai_http import OpenAICompatibleBackend
 from testbed.specs.agent import AgentSpec
 from testbed.specs.registries import BACKENDS
@@ -18,8 +19,9 @@ VLLM_CAPABILITIES = Capabilities(continue_user_turn=True, structured_output=True
 
 
 def served_model_name(spec: AgentSpec) -> str:
-    """The name the model is requested under (the embedded model has a fixed one)."""
-    return EMBEDDED_NAME if spec.model in EMBEDDED_ALIASES else spec.model
+    """The name the model is requested under: a catalogue model's own name (also for an alias such as `embedded`)."""
+    entry = catalogue_model(spec.model)
+    return entry.name if entry is not None else spec.model
 
 
 def capabilities_of(spec: AgentSpec) -> Capabilities:
@@ -38,11 +40,17 @@ def capabilities_of(spec: AgentSpec) -> Capabilities:
 def managed_model_problem(spec: AgentSpec) -> str | None:
     """Why a managed vLLM server could not load the agent's model, or None when it can.
 
-    Checked before any server starts: a model that is neither the embedded one, nor a local
-    folder, nor in the local Hugging Face cache cannot load while the hub is offline.
+    Checked before any server starts: a catalogue model needs its packages installed (it is then
+    converted when the server first starts); any other model that is neither a local folder nor
+    in the local Hugging Face cache cannot load while the hub is offline.
     """
-    if not spec.managed or spec.model in EMBEDDED_ALIASES or Path(spec.model).is_dir():
+    if not spec.managed or Path(spec.model).is_dir():
         return None
+    entry = catalogue_model(spec.model)
+    if entry is not None:
+        if is_prepared(model_dir(entry)) or locate_parts(entry) is not None:
+            return None
+        return f"catalogue model {entry.name!r} is not prepared: run `testbed prepare-model {entry.name}` once (it installs its packages)"
     if os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "false", "False", ""):
         return None
     try:
@@ -56,6 +64,17 @@ def managed_model_problem(spec: AgentSpec) -> str | None:
         f"model {spec.model!r} is not `embedded`, not a local folder and not in the local Hugging Face cache, "
         "and the hub is offline (HF_HUB_OFFLINE=1)"
     )
+
+
+async def _model_path(spec: AgentSpec) -> str:
+    """What the server loads: a catalogue model's converted folder (converted now if needed), else the spec's model."""
+    entry = catalogue_model(spec.model)
+    if entry is None:
+        return spec.model
+    try:
+        return str(await asyncio.to_thread(prepare_model, entry, install=False))
+    except ModelPrepError as exc:
+        raise BackendUnavailable(f"agent {spec.name}: {exc}") from None
 
 
 class BackendPool:
@@ -82,7 +101,7 @@ class BackendPool:
 
         key = (spec.model, spec.server.model_dump_json())
         if key not in self._servers:
-            path = str(await asyncio.to_thread(prepare_embedded_model)) if spec.model in EMBEDDED_ALIASES else spec.model
+            path = await _model_path(spec)
             server = VLLMServer(
                 model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
                 dtype=spec.server.dtype, port=spec.server.port, extra_args=spec.server.extra_args,

@@ -180,15 +180,33 @@ def show(
 
 
 @app.command("prepare-model")
-def prepare_model(force: Annotated[bool, typer.Option(help="convert again even if cached")] = False) -> None:
-    """Convert the embedded SmolLM2-135M-Instruct to a folder vLLM can serve (once; cached)."""
-    from testbed.backends.embedded import prepare_embedded_model
+def prepare_model(
+    name: Annotated[Optional[str], typer.Argument(help="a catalogue model (default: the embedded SmolLM2-135M); `--list` shows them")] = None,
+    force: Annotated[bool, typer.Option(help="join and convert again even if cached")] = False,
+    list_models: Annotated[bool, typer.Option("--list", help="list the catalogue and what is prepared")] = False,
+) -> None:
+    """Make a catalogue model servable offline: install its packages, check its GGUF's sha256, convert it once for vLLM."""
+    from testbed.backends.catalogue import CATALOGUE, SMOLLM2_135M, catalogue_model, catalogue_names
+    from testbed.backends.model_prep import ModelPrepError, is_prepared, model_dir
+    from testbed.backends.model_prep import prepare_model as prepare
 
+    if list_models:
+        table = Table("about", "size", "licence", "prepared")
+        table.add_column("model", no_wrap=True)
+        for entry in CATALOGUE.values():
+            table.add_row(" / ".join(entry.names), entry.title, f"{entry.size / 1e6:.0f} MB", entry.licence,
+                          "yes" if is_prepared(model_dir(entry)) else "no")
+        console.print(table)
+        return
+    entry = catalogue_model(name) if name else SMOLLM2_135M
+    if entry is None:
+        fail(f"{name!r} is not in the model catalogue; known: {', '.join(catalogue_names())} "
+             "(a model in a local folder needs no preparing: write its path as `model:`)")
     try:
-        path = prepare_embedded_model(force=force)
-    except RuntimeError as exc:
+        path = prepare(entry, force=force, say=lambda line: err_console.print(line, highlight=False))
+    except ModelPrepError as exc:
         fail(str(exc))
-    say(f"embedded model ready at {path}")
+    say(f"{entry.name} ready at {path}; use it with `backend: vllm` and `model: {entry.name}` in an agent spec")
 
 
 def main() -> None:

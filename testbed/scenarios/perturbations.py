@@ -1,22 +1,20 @@
-"""Changes to the assistant answer as shown to the simulated user: do they read it at all?"""
+"""Changes to the assistant answer as shown to the simulated user: do they read it at all?
+
+The perturbations and their parameters are specs (testbed.specs.perturbation); this module keeps
+the by-name entry point.
+"""
 
 from __future__ import annotations
 
-EXPLICIT_QUESTION = "What do you think? Do you have any questions?"
+from testbed.specs.perturbation import EXPLICIT_QUESTION, PerturbationSpec
+
+__all__ = ["EXPLICIT_QUESTION", "perturb"]
 
 
-def perturb(answer: str, perturbation: str) -> str:
-    """The answer as the simulated user sees it under a perturbation.
-
-    `truncation` keeps the first half (cut at a word boundary), so a reader should ask to finish;
-    `explicit_question` appends a direct question, which invites a reply.
-    """
-    if perturbation == "none":
-        return answer
-    if perturbation == "truncation":
-        half = answer[: len(answer) // 2]
-        cut = half.rsplit(" ", 1)[0] if " " in half else half
-        return cut.rstrip()
-    if perturbation == "explicit_question":
-        return f"{answer.rstrip()}\n\n{EXPLICIT_QUESTION}"
-    raise ValueError(f"unknown perturbation {perturbation!r}")
+def perturb(answer: str, perturbation: str | PerturbationSpec) -> str:
+    """The answer as the simulated user sees it under a perturbation (a name with default parameters, or a spec)."""
+    if isinstance(perturbation, str):
+        if perturbation not in ("none", "truncation", "explicit_question"):
+            raise ValueError(f"unknown perturbation {perturbation!r}")
+        perturbation = PerturbationSpec(kind=perturbation)
+    return perturbation.apply(answer)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
@@ -19,7 +19,7 @@ from testbed.frameworks import framework
 from testbed.orchestrator import ERROR, Limits, user_turn_count
 from testbed.participants import Assistant, SimulatedUser, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
-from testbed.scenarios.perturbations import perturb
+from testbed.specs.perturbation import PerturbationSpec, perturbation_specs
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
 from testbed.transcript import Message, Transcript
@@ -36,13 +36,14 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVari
     user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
     out = []
     for mode in spec.user_modes:
-        for perturbation in spec.perturbations:
+        for p in perturbation_specs(spec.perturbations):
+            perturbation = p.resolved_label
             for temperature in spec.temperatures:
                 for sample in range(spec.samples_per_temperature):
                     def key(eid: str, mode=mode, perturbation=perturbation, temperature=temperature, sample=sample) -> EpisodeKey:
                         return EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
                                           served_model_name(u.spec), mode, temperature, sample, perturbation)
-                    parts = (spec.name, answer_id(scenario, item), user_identity, mode, perturbation, temperature, sample, spec.seed)
+                    parts = (spec.name, answer_id(scenario, item), user_identity, mode, p.identity(), temperature, sample, spec.seed)
                     out.append(variant(parts, key))
     return out
 
@@ -68,6 +69,12 @@ class ProbeItemRunner:
     save_answer: Callable[[SharedAnswer], None]
     sink: Sink
     slot: Callable[[], contextlib.AbstractAsyncContextManager] = contextlib.nullcontext
+    perturbations: dict[str, PerturbationSpec] = field(default_factory=dict)
+    """Each perturbation by the label its episodes carry."""
+
+    def __post_init__(self) -> None:
+        if not self.perturbations:
+            self.perturbations = {p.resolved_label: p for p in perturbation_specs(self.scenario.spec.perturbations)}
 
     async def _answer(self, item: DatasetItem, transcript: Transcript) -> tuple[Message, float | None]:
         aid = answer_id(self.scenario, item)
@@ -99,7 +106,7 @@ class ProbeItemRunner:
 
     async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: EpisodeVariant) -> None:
         transcript = Transcript(list(base.messages))
-        shown = perturb(answer.content, v.key.perturbation)
+        shown = self.perturbations[v.key.perturbation].apply(answer.content)
         transcript.append(replace(answer, content=shown, reused_from=aid))
         sampling = user_sampling(self.scenario.user, v.key.temperature, self.scenario.spec.max_tokens, v.seed)
         user = self.users[v.key.user_mode].derive(sampling=sampling)

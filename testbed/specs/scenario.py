@@ -8,9 +8,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from testbed.specs.agent import Strict
+from testbed.specs.perturbation import PerturbationEntry, PerturbationName, perturbation_specs
 
 UserMode = Literal["raw", "instructed"]
-Perturbation = Literal["none", "truncation", "explicit_question"]
+Perturbation = PerturbationName
 KNOWN_DATASETS = ("gsm8k", "ifeval", "ifbench", "gpqa_diamond", "healthbench")
 
 
@@ -40,7 +41,8 @@ class ProbeScenarioSpec(Strict):
     user_prompt_file: Path | None = None
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
     samples_per_temperature: int = Field(1, ge=1, le=1000)
-    perturbations: list[Perturbation] = Field(default_factory=lambda: ["none"], min_length=1)
+    perturbations: list[PerturbationEntry] = Field(default_factory=lambda: ["none"], min_length=1)
+    """Names, or mappings with parameters (testbed.specs.perturbation); each label once."""
     max_tokens: int = Field(128, ge=1, le=32768)
     seed: int = 0
 
@@ -61,9 +63,15 @@ class ProbeScenarioSpec(Strict):
             raise ValueError("temperatures repeat | fix: list each temperature once; use samples_per_temperature")
         return value
 
-    @field_validator("user_modes", "perturbations")
+    @field_validator("user_modes")
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
         if len(set(value)) != len(value):
             raise ValueError("values repeat | fix: list each value once")
+        return value
+
+    @field_validator("perturbations")
+    @classmethod
+    def _distinct_labels(cls, value: list[PerturbationEntry]) -> list[PerturbationEntry]:
+        perturbation_specs(value)
         return value
