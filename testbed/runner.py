@@ -101,10 +101,7 @@ async def run_scenario(
     preflight(scenario, framework)
     run_id = run_id or default_run_id(scenario, framework)
     wire = framework != "native" if wire is None else wire
-    store.acquire_lease(run_id)
-    heartbeat = asyncio.create_task(_heartbeat(store, run_id))
-    status = "interrupted"
-    try:
+    async with leased_run(store, run_id) as state:
         async with BackendPool() as pool:
             chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool, managed=False)
             planned = await asyncio.to_thread(plan, scenario)
@@ -112,31 +109,67 @@ async def run_scenario(
             store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
                             fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(),
                             planned=total, framework=framework)
-            done = store.done_episode_ids(run_id)
-            pending = [(item, [v for v in variants if v.key.episode_id not in done]) for item, variants in planned]
-            pending = [(item, vs) for item, vs in pending if vs]
+            pending = pending_units(store, run_id, planned)
             todo = sum(len(vs) for _, vs in pending)
             if todo:
                 if not backends:
                     chosen.update(await _backends_from_specs(scenario, pool, managed=True))
-                started, cpu = time.perf_counter(), time.process_time()
-                try:
-                    async with wire_recorder(wire) as recorder:
-                        await _execute(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
-                finally:
-                    store.add_run_cost(run_id, time.perf_counter() - started, time.process_time() - cpu)
-        counts = _counts(store, run_id)
-        status = "done" if counts["done"] == total else "incomplete"
-        return RunSummary(run_id, total, total - todo, counts["done"], counts["error"], status)
+                async with timed(store, run_id), wire_recorder(wire) as recorder:
+                    await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
+        return state.finish(store, total, todo)
+
+
+@dataclass
+class RunState:
+    """How the run in progress will be recorded when it ends: `interrupted` unless it gets further."""
+
+    run_id: str
+    status: str = "interrupted"
+
+    def finish(self, store: Store, total: int, todo: int) -> RunSummary:
+        """The run's summary over all invocations; `done` when every planned episode finished."""
+        counts = store.episode_counts(self.run_id)
+        self.status = "done" if counts["done"] == total else "incomplete"
+        return RunSummary(self.run_id, total, total - todo, counts["done"], counts["error"], self.status)
+
+
+@contextlib.asynccontextmanager
+async def leased_run(store: Store, run_id: str):
+    """Hold the run's lease (renewed by a heartbeat) for the block, and record how the run ended.
+
+    A second process on the same run is refused here, before anything starts.
+    """
+    store.acquire_lease(run_id)
+    heartbeat = asyncio.create_task(_heartbeat(store, run_id))
+    state = RunState(run_id)
+    try:
+        yield state
     except (BackendError, StoreError):
-        status = "failed"
+        state.status = "failed"
         raise
     finally:
         heartbeat.cancel()
         await asyncio.gather(heartbeat, return_exceptions=True)
         if store.holds_lease(run_id) and store.run_exists(run_id):
-            store.finish_run(run_id, status)
+            store.finish_run(run_id, state.status)
         store.release_lease(run_id)
+
+
+@contextlib.asynccontextmanager
+async def timed(store: Store, run_id: str):
+    """Add the block's wall time and this process's CPU time to the run's cost, however it ends."""
+    started, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        store.add_run_cost(run_id, time.perf_counter() - started, time.process_time() - cpu)
+
+
+def pending_units(store: Store, run_id: str, planned: list[tuple[Any, list[EpisodeVariant]]]) -> list[tuple[Any, list[EpisodeVariant]]]:
+    """The units that still have unfinished variants, with only those variants."""
+    done = store.done_episode_ids(run_id)
+    pending = [(unit, [v for v in variants if v.key.episode_id not in done]) for unit, variants in planned]
+    return [(unit, vs) for unit, vs in pending if vs]
 
 
 async def _backends_from_specs(scenario: ResolvedScenario, pool: BackendPool, *, managed: bool) -> dict[str, Backend]:
@@ -167,10 +200,11 @@ def wire_recorder(enabled: bool) -> contextlib.AbstractAsyncContextManager:
     return WireRecorder() if enabled else contextlib.nullcontext()
 
 
-async def _execute(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None) -> None:
+async def execute_units(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None,
+                        title: str | None = None) -> None:
     """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all."""
     limit = max(scenario.assistant.spec.concurrency, 1)
-    with EpisodeProgress(scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
+    with EpisodeProgress(title or scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
 
         def sink(outcome: EpisodeOutcome) -> None:
             store.write_episode(run_id, outcome)
@@ -187,6 +221,3 @@ async def _execute(scenario, store, run_id, pending, todo, backends, console, sh
 
         await gather_or_cancel(worker() for _ in range(min(limit, len(pending))))
 
-
-def _counts(store: Store, run_id: str) -> dict[str, int]:
-    return store.episode_counts(run_id)

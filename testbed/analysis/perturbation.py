@@ -16,7 +16,7 @@ from testbed.analysis.stats import wilson_interval
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 
-PAIR = ["item_id", "user_model", "assistant_model", "user_mode", "temperature", "sample_index"]
+PAIR = ["item_id", "dataset", "user_model", "assistant_model", "user_mode", "temperature", "sample_index"]
 
 
 def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:

@@ -44,16 +44,22 @@ def run(
     from testbed.frameworks.base import FrameworkNotInstalled
     from testbed.runner import preflight, run_scenario
     from testbed.specs.loader import load_scenario
+    from testbed.specs.sweep import find_sweep
 
+    sweep_path = find_sweep(spec)
     try:
-        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
-        preflight(scenario, framework)
+        if sweep_path is not None:
+            job = _sweep_job(sweep_path, assistant, user, framework, wire, limit, split_list(user_modes), run_id, not quiet)
+        else:
+            scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
+            preflight(scenario, framework)
+            job = lambda db: run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet,  # noqa: E731
+                                          framework=framework, wire=wire)
     except (SpecError, FileNotFoundError, LookupError, FrameworkNotInstalled) as exc:
         fail(str(exc))
     db = open_store(store, create=True)
     try:
-        summary = run_async(run_scenario(scenario, db, run_id=run_id, console=console, show_progress=not quiet,
-                                         framework=framework, wire=wire))
+        summary = run_async(job(db))
     except (SpecError, StoreError) as exc:
         fail(str(exc))
     except BackendError as exc:
@@ -74,6 +80,21 @@ def run(
         _print_report(db, summary.run_id, "table")
     if summary.status != "done":
         raise typer.Exit(1)
+
+
+def _sweep_job(path: Path, assistant, user, framework: str, wire, limit, user_modes, run_id, progress: bool):
+    """The coroutine factory that runs a sweep, after refusing options a sweep does not take."""
+    from testbed.specs.sweep import load_sweep
+    from testbed.sweep_runner import preflight_sweep, run_sweep
+
+    refused = [name for name, given in (("--assistant", assistant), ("--user", user), ("--wire", wire)) if given is not None]
+    if framework != "native":
+        refused.append("--framework")
+    if refused:
+        fail(f"{path} is a sweep: it names its own agents and runs the native probe; drop {', '.join(refused)}")
+    sweep = load_sweep(path, limit=limit, user_modes=user_modes)
+    preflight_sweep(sweep)
+    return lambda db: run_sweep(sweep, db, run_id=run_id, console=console, show_progress=progress)
 
 
 def split_list(value: str | None) -> list[str] | None:
@@ -168,15 +189,28 @@ def show(
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant")] = None,
     user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user")] = None,
 ) -> None:
-    """Print the fully resolved scenario (agents and prompts included) and its run id."""
+    """Print the fully resolved scenario or sweep (agents and prompts included) and its run id."""
     from testbed.runner import default_run_id
     from testbed.specs.loader import load_scenario
+    from testbed.specs.sweep import find_sweep, load_sweep
+    from testbed.sweep_runner import sweep_run_id
 
     try:
-        scenario = load_scenario(spec, assistant=assistant, user=user)
+        if (path := find_sweep(spec)) is not None:
+            sweep = load_sweep(path)
+            resolved = {"run_id": sweep_run_id(sweep), "episodes_per_cell": _cell_sizes(sweep), **sweep.as_dict()}
+        else:
+            scenario = load_scenario(spec, assistant=assistant, user=user)
+            resolved = {"run_id": default_run_id(scenario), **scenario.as_dict()}
     except (SpecError, FileNotFoundError) as exc:
         fail(str(exc))
-    sys.stdout.write(json.dumps({"run_id": default_run_id(scenario), **scenario.as_dict()}, indent=2) + "\n")
+    sys.stdout.write(json.dumps(resolved, indent=2, ensure_ascii=False) + "\n")
+
+
+def _cell_sizes(sweep) -> dict[str, int]:
+    from testbed.runner import plan
+
+    return {f"{c.assistant.spec.name} × {c.spec.dataset}": sum(len(v) for _, v in plan(c)) for c in sweep.cells}
 
 
 @app.command("prepare-model")

@@ -152,8 +152,10 @@ def load_scenario(
     path = resolve_spec_path(ref, "scenarios")
     data = read_yaml(path)
     kind = data.get("kind")
+    if kind == "sweep":
+        raise SpecError(path, "kind", "this file is a sweep, which names its own agents", "run it with `testbed run FILE`, without --assistant/--user")
     if kind not in KINDS:
-        raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(KINDS.names())}")
+        raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(KINDS.names())} (or sweep)")
     entry = KINDS.get(kind)
     model = entry.resolve("spec")
     selection = entry.meta.get("limit_field", "items")

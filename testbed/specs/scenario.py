@@ -15,6 +15,13 @@ Perturbation = PerturbationName
 KNOWN_DATASETS = ("gsm8k", "ifeval", "ifbench", "gpqa_diamond", "healthbench")
 
 
+def known_dataset(value: str) -> str:
+    """The dataset name when the testbed knows it; ValueError naming the known ones otherwise."""
+    if value not in KNOWN_DATASETS:
+        raise ValueError(f"unknown dataset {value!r} | fix: use one of {', '.join(KNOWN_DATASETS)}")
+    return value
+
+
 class ItemSelection(Strict):
     """Which dataset items to use: the first `limit` in file order, or a seeded sample."""
 
@@ -22,21 +29,15 @@ class ItemSelection(Strict):
     seed: int | None = None
 
 
-class ProbeScenarioSpec(Strict):
-    """The interaction-awareness probe: a question, one assistant answer, then user-turn variants.
+class ProbeConditions(Strict):
+    """The conditions every probe episode varies over, shared by a probe scenario and a sweep.
 
     The assistant answer is generated once per item and shared by every variant (user mode ×
     temperature × sample × perturbation), so variants differ only in how the user turn was made.
-    `assistant` and `user` name agent specs: a path relative to this file, or a built-in name.
     """
 
-    kind: Literal["probe"]
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
-    dataset: str
     items: ItemSelection = ItemSelection()
-    assistant: str
-    user: str
     user_modes: list[UserMode] = Field(default_factory=lambda: ["raw", "instructed"], min_length=1)
     user_prompt_file: Path | None = None
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
@@ -45,13 +46,6 @@ class ProbeScenarioSpec(Strict):
     """Names, or mappings with parameters (testbed.specs.perturbation); each label once."""
     max_tokens: int = Field(128, ge=1, le=32768)
     seed: int = 0
-
-    @field_validator("dataset")
-    @classmethod
-    def _known_dataset(cls, value: str) -> str:
-        if value not in KNOWN_DATASETS:
-            raise ValueError(f"unknown dataset {value!r} | fix: use one of {', '.join(KNOWN_DATASETS)}")
-        return value
 
     @field_validator("temperatures")
     @classmethod
@@ -75,3 +69,23 @@ class ProbeScenarioSpec(Strict):
     def _distinct_labels(cls, value: list[PerturbationEntry]) -> list[PerturbationEntry]:
         perturbation_specs(value)
         return value
+
+
+class ProbeScenarioSpec(ProbeConditions):
+    """The interaction-awareness probe: a question, one assistant answer, then user-turn variants.
+
+    The assistant answer is generated once per item and shared by every variant (see ProbeConditions).
+    `assistant` and `user` name agent specs: a path relative to this file, or a built-in name.
+    """
+
+    kind: Literal["probe"]
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    dataset: str
+    assistant: str
+    user: str
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, value: str) -> str:
+        return known_dataset(value)
+
