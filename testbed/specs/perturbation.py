@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from testbed.specs.agent import Strict
 
@@ -30,6 +30,18 @@ class PerturbationSpec(Strict):
     text: str | None = Field(None, min_length=1)
     texts: list[str] | None = Field(None, min_length=1)
     label: str | None = Field(None, pattern=_LABEL)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: object) -> object:
+        return {"kind": data} if isinstance(data, str) else data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """A perturbation with no parameters dumps as its bare name, as written (spec hashes stay as they were)."""
+        if self.fraction is None and self.text is None and self.texts is None and self.label is None:
+            return self.kind
+        return handler(self)
 
     @model_validator(mode="after")
     def _parameters_fit_the_kind(self) -> "PerturbationSpec":
@@ -82,13 +94,13 @@ class PerturbationSpec(Strict):
         return f"{answer.rstrip()}\n\n{self.text or EXPLICIT_QUESTION}"
 
 
-PerturbationEntry = PerturbationName | PerturbationSpec
-"""How a scenario lists one perturbation: a bare name, or a mapping with parameters."""
+PerturbationEntry = PerturbationSpec
+"""How a scenario lists one perturbation: a bare name or a mapping with parameters, both read as a PerturbationSpec."""
 
 
-def perturbation_specs(entries: list[PerturbationEntry]) -> list[PerturbationSpec]:
+def perturbation_specs(entries: list[PerturbationEntry | str]) -> list[PerturbationSpec]:
     """The entries as specs, `texts` expanded, in order; ValueError when two share a label."""
-    out = [p for e in entries for p in (PerturbationSpec(kind=e) if isinstance(e, str) else e).expanded()]
+    out = [p for e in entries for p in PerturbationSpec.model_validate(e).expanded()]
     labels = [p.resolved_label for p in out]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:

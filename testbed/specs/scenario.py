@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from testbed.specs.agent import Strict
-from testbed.specs.perturbation import PerturbationEntry, PerturbationName, perturbation_specs
+from testbed.specs.perturbation import PerturbationEntry, PerturbationName, PerturbationSpec, perturbation_specs
 
 UserMode = Literal["raw", "instructed"]
 Perturbation = PerturbationName
@@ -42,7 +42,7 @@ class ProbeConditions(Strict):
     user_prompt_file: Path | None = None
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
     samples_per_temperature: int = Field(1, ge=1, le=1000)
-    perturbations: list[PerturbationEntry] = Field(default_factory=lambda: ["none"], min_length=1)
+    perturbations: list[PerturbationEntry] = Field(default_factory=lambda: [PerturbationSpec(kind="none")], min_length=1)
     """Names, or mappings with parameters (testbed.specs.perturbation); each label once."""
     max_tokens: int = Field(128, ge=1, le=32768)
     seed: int = 0

@@ -1,0 +1,153 @@
+"""Sweeps: expansion into cells, one run with stable ids, shared answers, resuming, and the server order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from helpers import REPO, write_yaml
+from testbed.backends.base import BackendUnavailable
+from testbed.backends.scripted import ScriptedBackend
+from testbed.cli import app as cli
+from testbed.runner import plan
+from testbed.specs.errors import SpecError
+from testbed.specs.sweep import find_sweep, load_sweep
+from testbed.store import Store
+from testbed.sweep_runner import AgentServers, run_sweep, sweep_run_id
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    """Two scripted agents, a fixed-user agent, the instructed prompt, and a sweep factory."""
+    (tmp_path / "user.md").write_text((REPO / "scenarios" / "prompts" / "user-instructed.md").read_text())
+    for name in ("alpha", "beta", "critic"):
+        write_yaml(tmp_path / f"{name}.yaml", {"name": name, "backend": "scripted", "model": f"{name}-model",
+                                               "outputs": ["x"], "concurrency": 2})
+
+    def sweep(**overrides):
+        data = {"kind": "sweep", "name": "sw", "agents": ["alpha.yaml", "beta.yaml"], "datasets": ["gsm8k", "ifeval"],
+                "items": {"limit": 2}, "user_modes": ["raw", "instructed"], "user_prompt_file": "user.md",
+                "temperatures": [0.0, 1.0], "perturbations": ["none", "truncation", {"kind": "explicit_question", "text": "Clear?"}]}
+        data.update(overrides)
+        return write_yaml(tmp_path / "sweep.yaml", data)
+
+    return sweep
+
+
+def test_a_sweep_expands_into_one_probe_per_agent_and_dataset(sweep_dir):
+    sweep = load_sweep(sweep_dir())
+    cells = [(c.assistant.spec.name, c.user.spec.name, c.spec.dataset) for c in sweep.cells]
+    assert cells == [("alpha", "alpha", "gsm8k"), ("alpha", "alpha", "ifeval"), ("beta", "beta", "gsm8k"), ("beta", "beta", "ifeval")]
+    ids = [v.key.episode_id for c in sweep.cells for _, vs in plan(c) for v in vs]
+    assert len(ids) == 4 * 2 * 2 * 3 * 2 == len(set(ids)), "cells x items x modes x perturbations x temperatures, all distinct"
+    again = load_sweep(sweep_dir())
+    assert sweep_run_id(again) == sweep_run_id(sweep)
+    assert ids == [v.key.episode_id for c in again.cells for _, vs in plan(c) for v in vs], "ids are stable"
+    labels = {v.key.perturbation for c in sweep.cells for _, vs in plan(c) for v in vs}
+    assert labels == {"none", "truncation", "explicit_question:clear"}
+
+
+def test_a_fixed_user_faces_every_assistant(sweep_dir):
+    sweep = load_sweep(sweep_dir(user="critic.yaml"))
+    assert {c.user.spec.name for c in sweep.cells} == {"critic"}
+    assert [c.assistant.spec.name for c in sweep.cells] == ["alpha", "alpha", "beta", "beta"]
+    assert sweep_run_id(sweep) != sweep_run_id(load_sweep(sweep_dir()))
+
+
+def test_one_run_shares_each_answer_and_resumes_after_a_stop(sweep_dir, tmp_path):
+    sweep = load_sweep(sweep_dir(user_modes=["instructed"]))
+    store = Store(tmp_path / "s.sqlite")
+    calls = Counter()
+    failing = {"left": 20}
+
+    def make(name):
+        def respond(request):
+            kind = "user" if "conversation" in request.messages[0]["content"] else "assistant"
+            calls[(name, kind)] += 1
+            if failing["left"] is not None:
+                failing["left"] -= 1
+                if failing["left"] < 0:
+                    return BackendUnavailable("server went away")
+            return "The answer is 18." if kind == "assistant" else f"{name}: why 18? (T={request.temperature:g})"
+        return ScriptedBackend(respond, name=name, model=f"{name}-model")
+
+    backends = {"alpha": make("alpha"), "beta": make("beta")}
+    with pytest.raises(BackendUnavailable):
+        asyncio.run(run_sweep(sweep, store, backends=backends, show_progress=False))
+    first = store.episode_counts(sweep_run_id(sweep))["done"]
+    assert 0 < first < 48
+    failing["left"] = None
+    summary = asyncio.run(run_sweep(sweep, store, backends=backends, show_progress=False))
+    assert (summary.planned, summary.done, summary.errors, summary.skipped, summary.status) == (48, 48, 0, first, "done")
+    episodes = store.episodes(summary.run_id)
+    assert len({e.key.episode_id for e in episodes}) == 48
+    assert Counter((e.key.assistant_model, e.key.dataset) for e in episodes) == {
+        ("alpha-model", "gsm8k"): 12, ("alpha-model", "ifeval"): 12, ("beta-model", "gsm8k"): 12, ("beta-model", "ifeval"): 12}
+    assert all(e.key.user_model == e.key.assistant_model for e in episodes), "user: self"
+    answers = calls[("alpha", "assistant")] + calls[("beta", "assistant")]
+    assert answers <= 8 + 2, "one answer per agent x dataset x item (at most the in-flight ones redone after the stop)"
+    assert store.run(summary.run_id).kind == "probe"
+    store.close()
+
+
+def test_servers_start_once_and_stop_when_no_later_cell_needs_them(sweep_dir, monkeypatch):
+    events = []
+
+    class FakePool:
+        async def backend_for(self, spec):
+            events.append(("start", spec.name))
+            self.name = spec.name
+            return ScriptedBackend(["x"], name=spec.name)
+
+        async def close(self):
+            events.append(("stop", self.name))
+
+    monkeypatch.setattr("testbed.sweep_runner.BackendPool", FakePool)
+
+    async def walk(sweep):
+        async with AgentServers(None) as servers:
+            cells = list(sweep.cells)
+            for k, cell in enumerate(cells):
+                got = await servers.backends_for(cell, cells[k + 1:])
+                assert {got["assistant"].name, got["user"].name} == {cell.assistant.spec.name, cell.user.spec.name}
+
+    asyncio.run(walk(load_sweep(sweep_dir())))
+    assert events == [("start", "alpha"), ("stop", "alpha"), ("start", "beta"), ("stop", "beta")], "one model in memory at a time"
+    events.clear()
+    asyncio.run(walk(load_sweep(sweep_dir(user="critic.yaml"))))
+    assert events == [("start", "alpha"), ("start", "critic"), ("stop", "alpha"), ("start", "beta"), ("stop", "beta"), ("stop", "critic")] \
+        or events == [("start", "alpha"), ("start", "critic"), ("stop", "alpha"), ("start", "beta"), ("stop", "critic"), ("stop", "beta")]
+    assert Counter(e for e in events if e[0] == "start") == {("start", "alpha"): 1, ("start", "critic"): 1, ("start", "beta"): 1}
+
+
+@pytest.mark.parametrize("override, field", [
+    ({"datasets": ["gsm8k", "nope"]}, "datasets"),
+    ({"datasets": ["gsm8k", "gsm8k"]}, "datasets"),
+    ({"agents": ["alpha.yaml", "alpha.yaml"]}, "agents"),
+    ({"agents": ["alpha.yaml", "missing.yaml"]}, "agents.1"),
+    ({"user": "missing.yaml"}, "user"),
+    ({"perturbations": ["none", {"kind": "truncation", "text": "x"}]}, "perturbations.1.text"),
+    ({"perturbations": ["truncation", {"kind": "truncation", "fraction": 0.5}]}, "perturbations"),
+    ({"temperatures": [0.0, 3.0]}, "temperatures"),
+    ({"assistant": "alpha.yaml"}, "assistant"),
+])
+def test_a_bad_sweep_names_the_field(sweep_dir, override, field):
+    with pytest.raises(SpecError) as caught:
+        load_sweep(sweep_dir(**override))
+    assert caught.value.field == field and caught.value.fix
+
+
+def test_the_cli_runs_a_sweep_and_refuses_what_a_sweep_does_not_take(sweep_dir, tmp_path):
+    path = sweep_dir(user_modes=["instructed"], items={"limit": 1}, datasets=["gsm8k"])
+    assert find_sweep(str(path)) == path and find_sweep("probe-gsm8k") is None
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["run", str(path), "--assistant", "smollm2", "--store", str(tmp_path / "c.sqlite")])
+    assert refused.exit_code == 2 and "is a sweep" in refused.output and "--assistant" in refused.output
+    done = runner.invoke(cli, ["run", str(path), "--store", str(tmp_path / "c.sqlite"), "-q", "--no-judge", "--no-report"])
+    assert done.exit_code == 0, done.output
+    assert "12/12 episodes done" in done.output
+    shown = runner.invoke(cli, ["show", str(path)])
+    assert shown.exit_code == 0 and '"alpha × gsm8k": 6' in shown.output
