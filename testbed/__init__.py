@@ -3,8 +3,9 @@
 The Python API, for notebooks and scripts (the `testbed` command is built on the same calls):
 
     import testbed
-    scenario = testbed.load_scenario("probe-gsm8k", limit=5)
+    scenario = testbed.load_scenario("probe-gsm8k", limit=5)      # or testbed.load_sweep("sweeps/awareness.yaml")
     summary = testbed.run(scenario, store=".testbed/store.sqlite")
+    testbed.judge(".testbed/store.sqlite", summary.run_id)          # the local classifier labels every user turn
     store = testbed.open_store(".testbed/store.sqlite", readonly=True)
     turns = testbed.turns_df(store, summary.run_id, judge="local")
 
@@ -21,7 +22,11 @@ __version__ = "0.1.0"
 _API = {
     "load_scenario": "testbed.specs.loader:load_scenario",
     "load_agent": "testbed.specs.loader:load_agent",
+    "load_sweep": "testbed.specs.sweep:load_sweep",
     "run_scenario": "testbed.runner:run_scenario",
+    "run_sweep": "testbed.sweep_runner:run_sweep",
+    "report_frame": "testbed.analysis.report:report_frame",
+    "perturbation_effects": "testbed.analysis.perturbation:perturbation_effects",
     "RunSummary": "testbed.runner:RunSummary",
     "Store": "testbed.store:Store",
     "episodes_df": "testbed.store.frames:episodes_df",
@@ -32,7 +37,7 @@ _API = {
     "Message": "testbed.transcript:Message",
     "TerminationReason": "testbed.orchestrator:TerminationReason",
 }
-__all__ = ["open_store", "run", *_API]
+__all__ = ["judge", "open_store", "run", *_API]
 
 
 def __getattr__(name: str) -> Any:
@@ -52,19 +57,49 @@ def open_store(path: Any = None, *, readonly: bool = False):
     return Store(path, readonly=readonly)
 
 
-def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_progress: bool = False, backends: Any = None):
-    """Run (or resume) a scenario into a store and return its RunSummary.
+def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_progress: bool = False, backends: Any = None,
+        framework: str = "native"):
+    """Run (or resume) a scenario or a sweep into a store and return its RunSummary.
 
-    `scenario` is a loaded scenario or what `load_scenario` takes (a built-in name or a YAML path);
-    `store` is a Store or a path. The call blocks until the run ends; inside a running event loop
-    (a notebook cell with top-level await) use `await testbed.run_scenario(...)` instead.
+    `scenario` is a loaded scenario or sweep, or what `load_scenario` takes (a built-in name or a
+    YAML path; a file with `kind: sweep` is loaded as a sweep); `store` is a Store or a path. The
+    call blocks until the run ends; inside a running event loop (a notebook cell with top-level
+    await) use `await testbed.run_scenario(...)` or `await testbed.run_sweep(...)` instead.
+    `backends` replaces the agents' backends: by role for a scenario, by agent name for a sweep.
+    `framework` runs a scenario's turn loops (native, autogen, langgraph, camel); a sweep runs natively.
     """
     import asyncio
 
     from testbed.runner import run_scenario
     from testbed.specs.loader import load_scenario
+    from testbed.specs.sweep import ResolvedSweep, find_sweep, load_sweep
+    from testbed.sweep_runner import run_sweep
+
+    resolved = scenario
+    if isinstance(scenario, str) or hasattr(scenario, "__fspath__"):
+        path = find_sweep(str(scenario))
+        resolved = load_sweep(path) if path is not None else load_scenario(scenario)
+    db = _store(store)
+    if isinstance(resolved, ResolvedSweep):
+        if framework != "native":
+            raise ValueError(f"a sweep runs the native probe, not framework {framework!r}")
+        return asyncio.run(run_sweep(resolved, db, run_id=run_id, show_progress=show_progress, backends=backends))
+    return asyncio.run(run_scenario(resolved, db, run_id=run_id, show_progress=show_progress, backends=backends,
+                                    framework=framework))
+
+
+def judge(store: Any, run_id: str, judge: str = "local", *, model: Any = None, show_progress: bool = False):
+    """Label the run's user turns not yet scored by `judge` (a built-in name or a judge spec path; `model`
+    rebinds an LLM judge's agent) and return the JudgeSummary; earlier labels stay."""
+    import asyncio
+
+    from testbed.judges.runner import judge_run
+    from testbed.judges.specs import load_judge
+
+    return asyncio.run(judge_run(_store(store), run_id, load_judge(judge, model=model), show_progress=show_progress))
+
+
+def _store(store: Any):
     from testbed.store import Store
 
-    resolved = load_scenario(scenario) if isinstance(scenario, str) or hasattr(scenario, "__fspath__") else scenario
-    db = store if isinstance(store, Store) else Store(store)
-    return asyncio.run(run_scenario(resolved, db, run_id=run_id, show_progress=show_progress, backends=backends))
+    return store if isinstance(store, Store) else Store(store)

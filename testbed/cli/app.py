@@ -225,8 +225,10 @@ def prepare_model(
     from testbed.backends.model_prep import prepare_model as prepare
 
     if list_models:
-        table = Table("about", "size", "licence", "prepared")
+        table = Table()
         table.add_column("model", no_wrap=True)
+        for column in ("about", "size", "licence", "prepared"):
+            table.add_column(column)
         for entry in CATALOGUE.values():
             table.add_row(" / ".join(entry.names), entry.title, f"{entry.size / 1e6:.0f} MB", entry.licence,
                           "yes" if is_prepared(model_dir(entry)) else "no")

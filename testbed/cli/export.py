@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,13 +21,6 @@ def _where(terms: list[str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _write(path: Path, text: str) -> None:
-    """Write through a temporary file, so a failed export never leaves half a file under the final name."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 @app.command()
 def export(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
@@ -44,9 +35,8 @@ def export(
     store: StoreOpt = None,
 ) -> None:
     """Write `<out>/<run>.<kind>.jsonl` (loadable with datasets.load_dataset("json", ...)) and `<run>.<kind>.card.md`."""
-    from testbed.export.card import card_text
     from testbed.export.training import CANARY_DATASETS, ExportError, ExportFilter, training_rows
-    from testbed.provenance import package_versions
+    from testbed.export.writing import write_export
     from testbed.store.labels import resolve_identity
 
     db = open_store(store, readonly=True)
@@ -64,10 +54,6 @@ def export(
              + ("; DPO needs a positive and a failure that answer the same context" if kind == "dpo" else ""), 1)
     if include_canary and set(result.datasets) & CANARY_DATASETS:
         err_console.print("warning: this export holds benchmark text with a canary string; keep it out of public training corpora")
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / f"{run}.{kind}.jsonl"
-    _write(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.rows))
-    versions = package_versions()
-    _write(out / f"{run}.{kind}.card.md", card_text(result, chosen, data, {"usersim-testbed": versions.get("usersim-testbed", "?")}))
+    data, _ = write_export(result, chosen, out)
     say(f"wrote {len(result.rows)} {kind} rows to {data} (judge {who}; {result.counts['positive_turns']} positive, "
         f"{result.counts['failure_turns']} failure turns of {result.counts['judged_turns']} judged) and its data card")

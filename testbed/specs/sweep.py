@@ -93,9 +93,19 @@ def is_sweep_file(path: Path) -> bool:
         return False
 
 
-def load_sweep(path: Path, *, limit: int | None = None, user_modes: list[str] | None = None) -> ResolvedSweep:
-    """Load and validate a sweep and everything it names, before any model is called."""
+def load_sweep(path: Path | str, *, limit: int | None = None, user_modes: list[str] | None = None,
+               agents: list[str] | None = None, user: str | None = None) -> ResolvedSweep:
+    """Load and validate a sweep and everything it names, before any model is called.
+
+    `limit`, `user_modes`, `agents` and `user` replace the file's own values (agent refs given
+    here resolve from the current folder or the built-ins, like command-line agents).
+    """
+    path = Path(path)
     data = read_yaml(path)
+    if agents is not None:
+        data = {**data, "agents": [str(Path(a).resolve()) if Path(a).is_file() else a for a in agents]}
+    if user is not None:
+        data = {**data, "user": str(Path(user).resolve()) if Path(user).is_file() else user}
     if limit is not None:
         data = {**data, "items": {**(data.get("items") or {}), "limit": limit}}
     if user_modes is not None:
