@@ -23,7 +23,7 @@ from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.labels import JudgeIdentity, labels_frame
 
-__all__ = ["FIGURES", "PAIR", "FigureData", "answer_accuracy", "figure_data", "no_labels_reason", "scored_turns"]
+__all__ = ["FIGURES", "PAIR", "FigureData", "answer_accuracy", "figure_data", "no_labels_reason", "finished_turns"]
 
 FIGURES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival")
 """The figures in the order they are built, written and listed."""
@@ -38,6 +38,7 @@ TITLES = {
     "failure_modes": "Labels of unperturbed user turns",
     "survival": "In-role survival over user turns",
 }
+"""What each figure plots, the head of its title."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _turn_counts(g: pd.DataFrame) -> dict:
             **_rate(int(scored.judge_followup.fillna(0).astype(bool).sum()), len(scored))}
 
 
-def scored_turns(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
+def finished_turns(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
     """Every generated user turn of the run's finished episodes with its conditions and the judge's
     latest verdict (`judge_status`, `judge_label`, `judge_followup`; NaN where it gave none)."""
     turns = turns_df(store, run_id, judge, exact=True)
@@ -96,6 +97,10 @@ def _answer_keys(store: Store, run_id: str) -> pd.Series:
     messages = messages_df(store, run_id, exact=True)
     reused = messages[(messages.role == "assistant") & messages.reused_from.notna()]
     return reused.groupby("episode_id").reused_from.first()
+
+
+ACCURACY_COLUMNS = ["assistant_model", "dataset", "answers", "correct", "accuracy", "accuracy_lo", "accuracy_hi"]
+"""What `answer_accuracy` gives per assistant model and dataset."""
 
 
 def answer_accuracy(store: Store, run_id: str) -> pd.DataFrame:
@@ -119,10 +124,14 @@ def answer_accuracy(store: Store, run_id: str) -> pd.DataFrame:
         lo, hi = wilson_interval(correct, len(g))
         rows.append({"assistant_model": model, "dataset": dataset, "answers": len(g), "correct": correct,
                      "accuracy": correct / len(g), "accuracy_lo": lo, "accuracy_hi": hi})
-    return pd.DataFrame(rows, columns=["assistant_model", "dataset", "answers", "correct", "accuracy", "accuracy_lo", "accuracy_hi"])
+    return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
 
 
-def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episodes: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+Built = tuple[pd.DataFrame, str | None]
+"""A figure's frame and its skip reason (None when it can be drawn)."""
+
+
+def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episodes: pd.DataFrame) -> Built:
     """One point per (assistant_model, dataset): task accuracy against the follow-up rate of its
     unperturbed scored user turns.
 
@@ -153,13 +162,14 @@ def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episode
     return drawn.reset_index(drop=True), None
 
 
-def followup_vs_temperature(turns: pd.DataFrame, episodes: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+def followup_vs_temperature(turns: pd.DataFrame, episodes: pd.DataFrame) -> Built:
     """Follow-up rate of unperturbed scored user turns per dataset × user model × user mode ×
     user temperature (the sampling temperature of the simulated user, not the assistant)."""
     base = turns[turns.perturbation == "none"]
     temperatures = sorted(base.temperature.unique())
     if len(temperatures) < 2:
-        return pd.DataFrame(), f"needs 2 user temperatures; this run has {len(temperatures)} ({', '.join(f'{t:g}' for t in temperatures) or 'none'})"
+        shown = ", ".join(f"{t:g}" for t in temperatures) or "none"
+        return pd.DataFrame(), f"needs 2 user temperatures; this run has {len(temperatures)} ({shown})"
     keys = ["dataset", "user_model", "user_mode", "temperature"]
     rows = [{**dict(zip(keys, k)), **_turn_counts(g)} for k, g in base.groupby(keys, sort=True)]
     frame = pd.DataFrame(rows).merge(_errored(episodes[episodes.perturbation == "none"], keys), on=keys, how="left")
@@ -180,7 +190,7 @@ def _paired(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
     return frame[frame.perturbation != "none"].merge(base, on=PAIR, suffixes=("", "_base"))
 
 
-def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity) -> tuple[pd.DataFrame, str | None]:
+def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity) -> Built:
     """Per user model × perturbation, over pairs of episodes that saw the same answer unperturbed
     and perturbed (across user modes and temperatures): the share of user turns that changed, and
     the follow-up rate before and after on the pairs where both turns were scored."""
@@ -206,7 +216,7 @@ def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity) -> tup
     return pd.DataFrame(rows), None
 
 
-def failure_modes(turns: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+def failure_modes(turns: pd.DataFrame) -> Built:
     """Share of each taxonomy label among the unperturbed user turns the judge gave an 8-way label,
     per user model × user mode; `labelled` is the denominator, `scored_without_label` counts the
     binary verdicts (follow-up yes/no, no label) left out of it."""
@@ -232,7 +242,7 @@ def failure_modes(turns: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     return pd.DataFrame(rows), None
 
 
-def survival(store: Store, run_id: str, judge: JudgeIdentity) -> tuple[pd.DataFrame, str | None]:
+def survival(store: Store, run_id: str, judge: JudgeIdentity) -> Built:
     """Kaplan–Meier share of episodes still in role after k generated user turns, per user model.
 
     Drawn only when some episode has more than one generated user turn: with one turn per episode
@@ -240,7 +250,8 @@ def survival(store: Store, run_id: str, judge: JudgeIdentity) -> tuple[pd.DataFr
     """
     onsets = run_drift(store, run_id, judge)
     if onsets.empty or int(onsets.user_turns.max()) <= 1:
-        return pd.DataFrame(), "episodes have at most one generated user turn (probe episodes have one user turn): no survival over turns"
+        return pd.DataFrame(), ("episodes have at most one generated user turn (probe episodes have one user turn): "
+                                "no survival over turns")
     if not (onsets.scored_turns > 0).any():
         return pd.DataFrame(), "no user turn has an 8-way label from this judge, so drift cannot be told"
     top = int(onsets.observed_turns.max())
@@ -260,9 +271,9 @@ def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[
     if not labelled:
         reason = no_labels_reason(judge, run_id)
         return [FigureData(name, pd.DataFrame(), title_of(name, run_id, judge), reason) for name in FIGURES]
-    turns = scored_turns(store, run_id, judge)
+    turns = finished_turns(store, run_id, judge)
     episodes = episodes_df(store, run_id, exact=True)
-    builders: dict[str, Callable[[], tuple[pd.DataFrame, str | None]]] = {
+    builders: dict[str, Callable[[], Built]] = {
         "accuracy_vs_followup": lambda: accuracy_vs_followup(store, run_id, turns, episodes),
         "followup_vs_temperature": lambda: followup_vs_temperature(turns, episodes),
         "perturbation_effects": lambda: perturbation_effects(store, run_id, judge),

@@ -5,6 +5,7 @@ from testbed.cli import graphs as _graphs  # noqa: F401  (registers the graph co
 from testbed.cli import frameworks as _frameworks  # noqa: F401  (registers compare and wire)
 from testbed.cli import replay as _replay  # noqa: F401  (registers replay and show-episode)
 from testbed.cli import export as _export  # noqa: F401  (registers export)
+from testbed.cli import plot as _plot  # noqa: F401  (registers plot)
 from testbed.cli.app import app, main
 
 __all__ = ["app", "main"]

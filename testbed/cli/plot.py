@@ -1,0 +1,44 @@
+"""`testbed plot`: the run's figures as PNGs, each beside a CSV of exactly the numbers drawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from testbed.cli.app import StoreOpt, app, fail, open_store, say
+from testbed.store.sqlite_store import StoreError
+
+
+@app.command()
+def plot(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="whose labels: name, name:model, name@version")] = "local",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder (default plots/<run id>/)")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes and
+    in-role survival; a figure the run cannot support is skipped with the reason."""
+    from testbed.analysis.figure_drawing import write_figures
+    from testbed.store.labels import resolve_identity
+
+    db = open_store(store, readonly=True)
+    try:
+        run = db.run(run_id).run_id
+    except StoreError as exc:
+        fail(str(exc))
+    try:
+        who = resolve_identity(db, run, judge)
+    except StoreError as exc:
+        name = judge.partition(":")[0].partition("@")[0]
+        fail(f"{exc}; label the run first: testbed judge {run} --judge {name}")
+    folder = out if out is not None else Path("plots") / run
+    result = write_figures(db, run, who, folder)
+    for png in result.written:
+        say(f"wrote {png} (numbers in {png.with_suffix('.csv').name})")
+    for name, reason in result.skipped:
+        say(f"skipped {name}: {reason}")
+    if not result.written:
+        fail(f"no figure could be drawn for run {run} with judge {who} (reasons above): run a scenario that varies "
+             f"temperatures, perturbations or models, or label more turns with `testbed judge {run}`", 1)
