@@ -3,8 +3,8 @@
 Cells (assistant × dataset, testbed.specs.sweep) run in the sweep's order, which keeps an
 agent's cells together. Before a cell starts, the servers of agents that no remaining cell uses
 are stopped, so with `user: self` only one model is in memory at a time, and a fixed user model
-stays up throughout. Everything else is the probe's: stable ids, shared answers, one commit per
-episode, and a resumed sweep skips every finished episode.
+stays up throughout. Everything else is the cell scenario's: stable ids, shared answers in a probe,
+one commit per episode, and a resumed sweep skips every finished episode.
 """
 
 from __future__ import annotations
@@ -91,14 +91,15 @@ async def run_sweep(
     """Run (or resume) a sweep into one run; every finished episode is committed as it finishes.
 
     `backends` (by agent name) replaces the backends the agent specs describe; tests pass scripted
-    ones here. The run is stored as a probe run, so `report`, `judge`, `plot` and `export` read it as one.
+    ones here. The run is stored as a run of the cells' kind (probe or dialogue), so `report`, `judge`,
+    `plot`, `graph` and `export` read it as one.
     """
     preflight_sweep(sweep)
     run_id = run_id or sweep_run_id(sweep)
     async with leased_run(store, run_id) as state:
         planned = [(cell, await asyncio.to_thread(plan, cell)) for cell in sweep.cells]
         total = sum(len(v) for _, units in planned for _, v in units)
-        store.begin_run(run_id, scenario=sweep.spec.name, kind="probe", spec=sweep.as_dict(), fingerprint=sweep.fingerprint(),
+        store.begin_run(run_id, scenario=sweep.spec.name, kind=sweep.spec.scenario, spec=sweep.as_dict(), fingerprint=sweep.fingerprint(),
                         versions=package_versions(), git_revision=git_revision(), planned=total)
         work = [(cell, pending) for cell, units in planned if (pending := pending_units(store, run_id, units))]
         todo = sum(len(vs) for _, pending in work for _, vs in pending)

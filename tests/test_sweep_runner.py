@@ -151,3 +151,36 @@ def test_the_cli_runs_a_sweep_and_refuses_what_a_sweep_does_not_take(sweep_dir, 
     assert "12/12 episodes done" in done.output
     shown = runner.invoke(cli, ["show", str(path)])
     assert shown.exit_code == 0 and '"alpha × gsm8k": 6' in shown.output
+
+
+def test_a_dialogue_sweep_runs_dialogues_per_agent_into_one_dialogue_run(sweep_dir, tmp_path):
+    (tmp_path / "dialogue.md").write_text((REPO / "scenarios" / "prompts" / "user-dialogue.md").read_text())
+    path = sweep_dir(scenario="dialogue", user_modes=["instructed"], user_prompt_file="dialogue.md", perturbations=None,
+                     temperatures=[0.7], datasets=["gsm8k"], max_user_turns=3)
+    data = __import__("yaml").safe_load(path.read_text())
+    data.pop("perturbations")
+    write_yaml(path, data)
+    sweep = load_sweep(path)
+    assert [c.spec.kind for c in sweep.cells] == ["dialogue", "dialogue"] and sweep.cells[0].spec.max_user_turns == 3
+    store = Store(tmp_path / "d.sqlite")
+    backends = {name: ScriptedBackend(lambda r, n=name: f"{n} says more", name=name, model=f"{name}-model") for name in ("alpha", "beta")}
+    summary = asyncio.run(run_sweep(sweep, store, backends=backends, show_progress=False))
+    assert (summary.planned, summary.done, summary.status) == (4, 4, "done")
+    assert store.run(summary.run_id).kind == "dialogue"
+    turns = store.turns(summary.run_id)
+    assert {t.user_turn for t in turns} == {"alpha says more", "beta says more"} and len(turns) == 4 * 2, "3 user turns: 1 opening + 2 generated"
+    store.close()
+
+
+@pytest.mark.parametrize("override, field, words", [
+    ({"scenario": "dialogue", "opening": "persona", "personas_file": "p.yaml", "perturbations": None}, "opening", "open with a dataset item"),
+    ({"max_user_turns": 3}, "max_user_turns", "unknown field"),
+    ({"scenario": "info_gathering"}, "scenario", "probe"),
+])
+def test_what_a_cell_kind_cannot_take_is_refused(sweep_dir, override, field, words):
+    path = sweep_dir(**override)
+    data = __import__("yaml").safe_load(path.read_text())
+    write_yaml(path, {k: v for k, v in data.items() if v is not None})
+    with pytest.raises(SpecError) as caught:
+        load_sweep(path)
+    assert caught.value.field == field and words in str(caught.value)

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -114,9 +115,9 @@ def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
             label = model if len(modes) == 1 else f"{model} · {mode}"
             if len(datasets) == 1:
                 label += f" (n={int(g.scored.sum())})"
-            handles[label] = ax.errorbar(g.temperature + nudge[(model, mode)], g.followup_rate,
-                                         yerr=_bounds(g, "followup_rate", "followup_lo", "followup_hi"), linestyle=styles[mode],
-                                         marker="o", color=colours[model], capsize=3, elinewidth=1)
+            ax.errorbar(g.temperature + nudge[(model, mode)], g.followup_rate, yerr=_bounds(g, "followup_rate", "followup_lo", "followup_hi"),
+                        linestyle=styles[mode], marker="o", color=colours[model], capsize=3, elinewidth=1)
+            handles[label] = Line2D([], [], color=colours[model], linestyle=styles[mode], marker="o")
         ax.set_xticks(sorted(set(mine.temperature)))
         ax.set_xlabel("user sampling temperature")
         ax.set_ylim(*_SHARE)

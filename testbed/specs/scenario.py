@@ -30,7 +30,7 @@ class ItemSelection(Strict):
 
 
 class ProbeConditions(Strict):
-    """The conditions every probe episode varies over, shared by a probe scenario and a sweep.
+    """The conditions a probe's episodes vary over (a sweep of probes sets the same fields).
 
     The assistant answer is generated once per item and shared by every variant (user mode ×
     temperature × sample × perturbation), so variants differ only in how the user turn was made.

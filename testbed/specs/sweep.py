@@ -1,7 +1,10 @@
-"""Sweep specs: one probe over many models × datasets × temperatures × perturbations × samples.
+"""Sweep specs: one scenario over many models × datasets, with its own conditions varying within.
 
-A sweep expands into *cells*, one probe scenario per assistant agent × dataset, all written into
-one run: episode ids are stable as in any probe, so a rerun resumes the run and every answer is
+A sweep names its axes (`agents`, `user`, `datasets`) and the kind of scenario each *cell* runs
+(`scenario: probe`, the default, or `dialogue`); every other field is that scenario's own field
+(temperatures, perturbations, max_user_turns, …), validated by the scenario's spec model. A
+sweep expands into one cell per assistant agent × dataset, all written into one run: episode
+ids are stable as in any scenario, so a rerun resumes the run, and in a probe every answer is
 shared by the user-turn variants of its item. `user: self` makes each agent its own simulated
 user; naming an agent instead makes that one model the user facing every assistant.
 """
@@ -14,18 +17,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, spec_error_from_validation
-from testbed.specs.loader import ResolvedAgent, ResolvedScenario, check_conversation_slot, load_agent, read_yaml, named_path
 from testbed.specs.files import read_text
-from testbed.specs.scenario import ProbeConditions, ProbeScenarioSpec, known_dataset
+from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, named_path, read_yaml
+from testbed.specs.registries import KINDS
+from testbed.specs.scenario import known_dataset
 
 SELF = "self"
+CELL_KINDS = ("probe", "dialogue")
+"""The scenario kinds a sweep can vary: those whose episodes open with a dataset item."""
+SET_BY_SWEEP = ("assistant", "dataset")
+"""Scenario fields a sweep fills in per cell, so the file may not set them."""
 
 
-class SweepSpec(ProbeConditions):
-    """A sweep: every agent in `agents` answers every dataset's items; the probe's conditions vary within.
+class SweepSpec(Strict):
+    """The sweep's own fields: its name, the axes it varies, and the kind of scenario each cell runs.
 
     `agents` and `user` name agent specs (a path relative to this file, or a built-in name);
     `user: self` (the default) lets each agent play its own simulated user.
@@ -33,6 +42,8 @@ class SweepSpec(ProbeConditions):
 
     kind: Literal["sweep"]
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    scenario: Literal["probe", "dialogue"] = "probe"
     agents: list[str] = Field(min_length=1)
     user: str = SELF
     datasets: list[str] = Field(min_length=1)
@@ -54,9 +65,11 @@ class SweepSpec(ProbeConditions):
 
 @dataclass(frozen=True)
 class ResolvedSweep:
-    """A sweep with its agents and prompt resolved, and the probe scenarios (cells) it expands into."""
+    """A sweep with its agents and prompt resolved, and the scenarios (cells) it expands into."""
 
     spec: SweepSpec
+    conditions: BaseModel
+    """The cell scenario's spec as the sweep wrote it (its first cell's; cells differ only in agents and dataset)."""
     path: Path
     agents: tuple[ResolvedAgent, ...]
     user: ResolvedAgent | None
@@ -66,8 +79,10 @@ class ResolvedSweep:
 
     def as_dict(self) -> dict[str, Any]:
         """The fully resolved sweep, stored with the run."""
+        conditions = self.conditions.model_dump(mode="json", exclude={"name", "kind", "dataset", "assistant", "user"})
         return {
             "sweep": self.spec.model_dump(mode="json"),
+            "conditions": conditions,
             "path": str(self.path),
             "agents": [a.as_dict() for a in self.agents],
             "user": self.user.as_dict() if self.user else SELF,
@@ -93,59 +108,6 @@ def is_sweep_file(path: Path) -> bool:
         return False
 
 
-def load_sweep(path: Path | str, *, limit: int | None = None, user_modes: list[str] | None = None,
-               agents: list[str] | None = None, user: str | None = None) -> ResolvedSweep:
-    """Load and validate a sweep and everything it names, before any model is called.
-
-    `limit`, `user_modes`, `agents` and `user` replace the file's own values (agent refs given
-    here resolve from the current folder or the built-ins, like command-line agents).
-    """
-    path = Path(path)
-    data = read_yaml(path)
-    if agents is not None:
-        data = {**data, "agents": [str(Path(a).resolve()) if Path(a).is_file() else a for a in agents]}
-    if user is not None:
-        data = {**data, "user": str(Path(user).resolve()) if Path(user).is_file() else user}
-    if limit is not None:
-        data = {**data, "items": {**(data.get("items") or {}), "limit": limit}}
-    if user_modes is not None:
-        data = {**data, "user_modes": list(user_modes)}
-    try:
-        spec = SweepSpec.model_validate(data)
-    except ValidationError as exc:
-        raise spec_error_from_validation(path, exc, SweepSpec) from None
-    agents = tuple(_agent(path, f"agents.{k}", ref) for k, ref in enumerate(spec.agents))
-    names = [a.spec.name for a in agents]
-    if len(set(names)) != len(names):
-        raise SpecError(path, "agents", f"two agents share a name ({', '.join(names)})", "give every agent spec its own `name:`")
-    user = None if spec.user == SELF else _agent(path, "user", spec.user)
-    user_prompt = None
-    if spec.user_prompt_file is not None:
-        user_prompt = read_text(named_path(path, spec.user_prompt_file), named_by=(path, "user_prompt_file"), what="prompt file")
-    if "instructed" in spec.user_modes and user_prompt is None:
-        raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt",
-                        "add user_prompt_file: prompts/user-instructed.md")
-    check_conversation_slot(path, spec, user_prompt)
-    cells = tuple(_cell(spec, path, agent, user or agent, user_prompt, dataset) for agent in agents for dataset in spec.datasets)
-    return ResolvedSweep(spec, path, agents, user, user_prompt, cells)
-
-
-def _agent(path: Path, field: str, ref: str) -> ResolvedAgent:
-    try:
-        return load_agent(ref, relative_to=path.parent)
-    except FileNotFoundError as exc:
-        raise SpecError(path, field, str(exc), "point it at an agent spec file or a built-in agent name") from None
-
-
-def _cell(spec: SweepSpec, path: Path, assistant: ResolvedAgent, user: ResolvedAgent, user_prompt: str | None,
-          dataset: str) -> ResolvedScenario:
-    """The probe scenario of one assistant × dataset; it keeps the sweep's name, so its episode ids are the sweep's."""
-    conditions = spec.model_dump(include=set(ProbeConditions.model_fields))
-    probe = ProbeScenarioSpec.model_validate({**conditions, "kind": "probe", "name": spec.name, "dataset": dataset,
-                                              "assistant": assistant.spec.name, "user": user.spec.name})
-    return ResolvedScenario(probe, path, assistant, user, user_prompt)
-
-
 def find_sweep(ref: str) -> Path | None:
     """The sweep file `ref` names (a path, or a built-in sweep's name), or None when it names no sweep."""
     from testbed.specs.loader import resolve_spec_path
@@ -157,3 +119,77 @@ def find_sweep(ref: str) -> Path | None:
             continue
         return path if is_sweep_file(path) else None
     return None
+
+
+def load_sweep(path: Path | str, *, limit: int | None = None, user_modes: list[str] | None = None,
+               agents: list[str] | None = None, user: str | None = None) -> ResolvedSweep:
+    """Load and validate a sweep and everything it names, before any model is called.
+
+    `limit`, `user_modes`, `agents` and `user` replace the file's own values (agent refs given
+    here resolve from the current folder or the built-ins, like command-line agents).
+    """
+    path = Path(path)
+    data = read_yaml(path)
+    if agents is not None:
+        data = {**data, "agents": [_given(a) for a in agents]}
+    if user is not None:
+        data = {**data, "user": _given(user)}
+    own = {k: v for k, v in data.items() if k in SweepSpec.model_fields}
+    try:
+        spec = SweepSpec.model_validate(own)
+    except ValidationError as exc:
+        raise spec_error_from_validation(path, exc, SweepSpec) from None
+    fields = {k: v for k, v in data.items() if k not in SweepSpec.model_fields}
+    for name in SET_BY_SWEEP:
+        if name in fields:
+            raise SpecError(path, name, "a sweep sets each cell's assistant and dataset itself", "list them under agents: and datasets:")
+    entry = KINDS.get(spec.scenario)
+    if limit is not None:
+        selection = entry.meta.get("limit_field", "items")
+        fields = {**fields, selection: {**(fields.get(selection) or {}), "limit": limit}}
+    if user_modes is not None:
+        fields = {**fields, "user_modes": list(user_modes)}
+    agents_ = tuple(_agent(path, f"agents.{k}", ref) for k, ref in enumerate(spec.agents))
+    names = [a.spec.name for a in agents_]
+    if len(set(names)) != len(names):
+        raise SpecError(path, "agents", f"two agents share a name ({', '.join(names)})", "give every agent spec its own `name:`")
+    fixed_user = None if spec.user == SELF else _agent(path, "user", spec.user)
+    model = entry.resolve("spec")
+    cells, user_prompt = [], None
+    for agent in agents_:
+        for dataset in spec.datasets:
+            user_agent = fixed_user or agent
+            try:
+                cell = model.model_validate({**fields, "kind": spec.scenario, "name": spec.name, "dataset": dataset,
+                                             "assistant": agent.spec.name, "user": user_agent.spec.name})
+            except ValidationError as exc:
+                raise spec_error_from_validation(path, exc, model) from None
+            if getattr(cell, "opening", "dataset") != "dataset":
+                raise SpecError(path, "opening", "a sweep varies the dataset, so its dialogues open with a dataset item",
+                                "drop opening: (or run a persona dialogue as its own scenario per agent)")
+            if cells == [] and cell.user_prompt_file is not None:
+                user_prompt = read_text(named_path(path, cell.user_prompt_file), named_by=(path, "user_prompt_file"), what="prompt file")
+            cells.append(_resolved(entry, path, cell, agent, user_agent, user_prompt))
+    return ResolvedSweep(spec, cells[0].spec, path, agents_, fixed_user, user_prompt, tuple(cells))
+
+
+def _given(ref: str) -> str:
+    return str(Path(ref).resolve()) if Path(ref).is_file() else ref
+
+
+def _agent(path: Path, field: str, ref: str) -> ResolvedAgent:
+    try:
+        return load_agent(ref, relative_to=path.parent)
+    except FileNotFoundError as exc:
+        raise SpecError(path, field, str(exc), "point it at an agent spec file or a built-in agent name") from None
+
+
+def _resolved(entry, path: Path, cell: BaseModel, assistant: ResolvedAgent, user: ResolvedAgent,
+              user_prompt: str | None) -> ResolvedScenario:
+    """One cell as a resolved scenario: the kind's own checks (its resolve hook) run as for a scenario file."""
+    if "instructed" in cell.user_modes and user_prompt is None:
+        raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt",
+                        "add user_prompt_file: prompts/user-instructed.md")
+    hook = entry.resolve("resolve")
+    extra = dict(hook(path, cell, user_prompt)) if hook is not None else {}
+    return ResolvedScenario(cell, path, assistant, user, user_prompt, **extra)
