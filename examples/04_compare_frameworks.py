@@ -4,7 +4,8 @@
     .venv/bin/testbed compare dialogue-gsm8k --frameworks native,langgraph --limit 2   # the CLI form
 
 Each framework drives the same pair of agents (same endpoint, system prompts, sampling and stop
-rules) with its own mechanism; every request it sends is kept in the wire log. The comparison
+rules) with its own mechanism; every request it sends is kept in the wire log. Frameworks run the
+instructed user only (their model clients cannot continue a user turn). The comparison
 pairs each framework's episodes with the native ones on the same episode ids.
 """
 
@@ -17,7 +18,7 @@ from testbed.analysis.framework_compare import compare_frameworks
 args = options(__doc__, limit=1, extra=lambda p: p.add_argument("--frameworks", default="native,langgraph",
                                                                  help="comma-separated: native,autogen,langgraph,camel"))
 model = agent(args)
-scenario = testbed.load_scenario("dialogue-gsm8k", limit=args.limit, assistant=model, user=model)
+scenario = testbed.load_scenario("dialogue-gsm8k", limit=args.limit, assistant=model, user=model, user_modes=["instructed"])
 runs, judges = {}, {}
 for name in args.frameworks.split(","):
     summary = testbed.run(scenario, store=args.store, framework=name, show_progress=True)
