@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store
-from testbed.store.sqlite_store import StoreError
+from testbed.cli.shell import labelled_run
 
 
 def episode_named(known: list[str], wanted: str, run_id: str) -> str:
@@ -78,18 +78,10 @@ def graph(
     from testbed.analysis.drift import drift_onsets, drift_summary, episode_conditions, summary_line, turns_frame
     from testbed.analysis.graph_drawing import draw_survival, draw_transitions
     from testbed.analysis.graphs import label_sequences, label_transition_graph, write_graphml
-    from testbed.store.labels import labels_frame, resolve_identity
+    from testbed.store.labels import labels_frame
 
     db = open_store(store, readonly=True)
-    try:
-        run = db.run(run_id)["run_id"]
-    except StoreError as exc:
-        fail(str(exc))
-    try:
-        who = resolve_identity(db, run, judge)
-    except StoreError as exc:
-        name = judge.partition(":")[0].partition("@")[0]
-        fail(f"{exc}\nLabel the run first: testbed judge {run} --judge {name}")
+    run, who = labelled_run(db, run_id, judge)
     labels, turns, conditions = labels_frame(db, run, who), turns_frame(db, run), episode_conditions(db, run)
     onsets = drift_onsets(labels, turns).merge(conditions, on="episode_id", how="left")
     by_episode = conditions.set_index("episode_id").to_dict("index")

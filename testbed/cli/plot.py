@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, fail, open_store, say
-from testbed.store.sqlite_store import StoreError
+from testbed.cli.shell import labelled_run
 
 
 @app.command()
@@ -21,18 +21,8 @@ def plot(
     """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes and
     in-role survival; a figure the run cannot support is skipped with the reason."""
     from testbed.analysis.figure_drawing import write_figures
-    from testbed.store.labels import resolve_identity
-
     db = open_store(store, readonly=True)
-    try:
-        run = db.run(run_id).run_id
-    except StoreError as exc:
-        fail(str(exc))
-    try:
-        who = resolve_identity(db, run, judge)
-    except StoreError as exc:
-        name = judge.partition(":")[0].partition("@")[0]
-        fail(f"{exc}; label the run first: testbed judge {run} --judge {name}")
+    run, who = labelled_run(db, run_id, judge)
     folder = out if out is not None else Path("plots") / run
     result = write_figures(db, run, who, folder)
     for png in result.written:

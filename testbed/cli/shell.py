@@ -91,3 +91,18 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         if terminated:
             raise Terminated() from None
         raise KeyboardInterrupt from None
+
+
+def labelled_run(db, run_id: str, judge: str):
+    """The full run id and the labeller a selector names on it; one clear error (with the command that labels the run) otherwise."""
+    from testbed.store.labels import resolve_identity
+
+    try:
+        run = db.run(run_id).run_id
+    except StoreError as exc:
+        fail(str(exc))
+    try:
+        return run, resolve_identity(db, run, judge)
+    except StoreError as exc:
+        name = judge.partition(":")[0].partition("@")[0]
+        fail(f"{exc}\nLabel the run first: testbed judge {run} --judge {name}")
