@@ -17,6 +17,7 @@ import pandas as pd
 
 from testbed.analysis.drift import run_drift, survival_curve
 from testbed.analysis.frames import episodes_frame, normalise
+from testbed.analysis.perturbation import PAIR
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
@@ -28,8 +29,6 @@ __all__ = ["FIGURES", "PAIR", "FigureData", "answer_accuracy", "figure_data", "n
 FIGURES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival")
 """The figures in the order they are built, written and listed."""
 
-PAIR = ["item_id", "user_model", "assistant_model", "user_mode", "temperature", "sample_index", "dataset"]
-"""What a perturbed episode shares with its unperturbed twin: it saw the same answer, perturbed."""
 
 TITLES = {
     "accuracy_vs_followup": "Task accuracy vs follow-up rate",

@@ -17,6 +17,7 @@ from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, labels_frame
 
 PAIR = ["item_id", "dataset", "user_model", "assistant_model", "user_mode", "temperature", "sample_index"]
+"""What a perturbed episode shares with its unperturbed twin: it saw the same answer, perturbed."""
 
 
 def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
