@@ -24,7 +24,7 @@ print(f"labelled {labelled.scored} user turns with {labelled.identity}")
 
 store = testbed.open_store(args.store, readonly=True)
 report = testbed.report_frame(store, summary.run_id, labelled.identity)
-columns = ["user_mode", "temperature", "episodes", "accuracy", "followup_rate", "followup_lo", "followup_hi", "share_restates_question"]
+columns = ["user_mode", "temperature", "episodes", "accuracy", "followup_rate", "followup_lo", "followup_hi", "share_restate_question", "share_echo_assistant"]
 print(report[[c for c in columns if c in report]].to_string(index=False))
 
 turns = testbed.turns_df(store, summary.run_id, judge="local")
