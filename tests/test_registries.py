@@ -71,7 +71,7 @@ def test_every_judge_kind_resolves_and_keeps_its_label_identity():
     from testbed.judges.runner import identity_of
     from testbed.judges.specs import load_judge
 
-    assert JUDGE_KINDS.names() == ("local", "llm")
+    assert JUDGE_KINDS.names() == ("local", "llm", "learned")
     local, followup = make_judge(load_judge("local")), make_judge(load_judge("followup"))
     assert isinstance(local, Judge) and isinstance(followup, Judge)
     assert local.identity == identity_of(load_judge("local")) == JudgeIdentity("local", "local-2")

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from testbed.analysis.agreement import Agreement, cohen_kappa, compare, f1_binary
 from testbed.judges.base import make_judge
 from testbed.judges.specs import ResolvedJudge
@@ -82,3 +84,33 @@ def evaluate(verdicts: list[Verdict], references: list[str]) -> JudgeEvaluation:
     kappa = agreement.kappa if agreement else binary_kappa
     return JudgeEvaluation(len(pairs), len(verdicts) - len(pairs), kappa if pairs else math.nan,
                            f1_binary(predicted_fu, reference_fu), binary_kappa, agreement)
+
+
+CONDITION_FIELDS = ("source_model", "mode", "temperature", "perturbation")
+"""The fields of a labelled line that say how its turn was made (the gold set's), for the per-condition table."""
+
+
+def gold_conditions(path: Path) -> list[dict]:
+    """Each labelled line's condition fields (missing ones as `-`), in file order, beside `read_gold`'s items."""
+    rows = [json.loads(line) for line in read_text(path, what="gold file", max_bytes=MAX_LABEL_BYTES).splitlines() if line.strip()]
+    return [{k: row.get(k, "-") for k in CONDITION_FIELDS} for row in rows]
+
+
+def per_condition_rates(verdicts: list[Verdict], references: list[str], conditions: list[dict]) -> pd.DataFrame:
+    """Per condition (model × mode × T × perturbation): turns, the reference follow-up rate and the judge's, over scored turns."""
+    t = taxonomy()
+    rows = [{**c, "reference": t.is_followup(r), "judge": bool(v.followup)} for v, r, c in zip(verdicts, references, conditions) if v.scored]
+    frame = pd.DataFrame(rows, columns=[*CONDITION_FIELDS, "reference", "judge"])
+    out = frame.groupby(list(CONDITION_FIELDS), dropna=False).agg(turns=("judge", "size"), reference_rate=("reference", "mean"),
+                                                                   judge_rate=("judge", "mean")).reset_index()
+    out["difference"] = out.judge_rate - out.reference_rate
+    return out
+
+
+def error_rates(verdicts: list[Verdict], references: list[str], source: str):
+    """The judge's follow-up sensitivity and specificity counts on these references (testbed.analysis.correction)."""
+    from testbed.analysis.correction import JudgeErrorRates
+
+    t = taxonomy()
+    pairs = [(bool(v.followup), t.is_followup(r)) for v, r in zip(verdicts, references) if v.scored]
+    return JudgeErrorRates.from_pairs([p for p, _ in pairs], [r for _, r in pairs], source)

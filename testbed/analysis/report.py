@@ -60,14 +60,40 @@ def _group_row(g: pd.DataFrame) -> dict:
     }
 
 
-def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None) -> pd.DataFrame:
     """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
     and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
     in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run id not
     in the store gives the probe's empty frame."""
     run = store.find_run(run_id)
     name = run.kind if run is not None else "probe"
-    return KINDS.get(name).resolve("report")(store, run_id, name, judge)
+    frame = KINDS.get(name).resolve("report")(store, run_id, name, judge)
+    return with_corrected_rates(frame, correction) if correction is not None and judge is not None else frame
+
+
+def with_corrected_rates(frame: pd.DataFrame, rates) -> pd.DataFrame:
+    """The report with the follow-up rate corrected for the judge's measured errors beside the raw one.
+
+    `rates` (testbed.analysis.correction.JudgeErrorRates) are the judge's follow-up error counts on
+    a labelled set, named in `corrected_with`; the interval carries both this run's sampling error
+    and the uncertainty of those rates.
+    """
+    from testbed.analysis.correction import corrected_rate
+
+    if "followup_rate" not in frame or frame.empty:
+        return frame
+    rows = []
+    for judged, rate in zip(frame.judged, frame.followup_rate):
+        n = int(judged) if judged == judged else 0
+        out = corrected_rate(round(rate * n) if n else 0, n, rates)
+        rows.append((out.corrected, out.lo, out.hi))
+    corrected = pd.DataFrame(rows, columns=["followup_corrected", "corrected_lo", "corrected_hi"], index=frame.index)
+    at = list(frame.columns).index("followup_rate") + 1
+    while at < len(frame.columns) and frame.columns[at] in ("followup_lo", "followup_hi"):
+        at += 1
+    out = pd.concat([frame.iloc[:, :at], corrected, frame.iloc[:, at:]], axis=1)
+    out["corrected_with"] = rates.source
+    return out
 
 
 def probe_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:

@@ -127,7 +127,7 @@ def _report_judge(db, run_id: str, selector: str | None):
     return resolve_identity(db, run_id, selector)
 
 
-def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
+def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_with: Path | None = None) -> None:
     from testbed.analysis.render import as_rich_tables, render
     from testbed.analysis.report import report_frame
     from testbed.specs.registries import KINDS
@@ -137,9 +137,14 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None) -> None:
         who = _report_judge(db, meta["run_id"], judge)
     except StoreError as exc:
         fail(str(exc))
-    frame = report_frame(db, meta["run_id"], who)
+    rates = _error_rates(correct_with) if correct_with is not None else None
+    if rates is not None and who is None:
+        fail(f"--correct-with needs judge labels on run {meta['run_id']}: run `testbed judge` first, or name one with --judge")
+    frame = report_frame(db, meta["run_id"], who, rates)
     if fmt == "table":
         labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
+        if rates is not None:
+            labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
         for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
             console.print(table)
         for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
@@ -173,6 +178,7 @@ def report(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
     judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels to show (default: local if present; `none` for none)")] = None,
+    correct_with: Annotated[Optional[Path], typer.Option("--correct-with", help="the judge's error counts on a labelled set (eval-judge --save-error-rates): adds corrected follow-up rates")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Print what a run measured, per model × dataset × mode × temperature, with judge labels."""
@@ -180,7 +186,20 @@ def report(
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
-    _print_report(open_store(store, readonly=True), run_id, format, judge)
+    _print_report(open_store(store, readonly=True), run_id, format, judge, correct_with)
+
+
+def _error_rates(path: Path):
+    """Error counts written by `eval-judge --save-error-rates` (or the trainer), refused clearly when malformed."""
+    from testbed.analysis.correction import JudgeErrorRates
+
+    try:
+        blob = json.loads(path.read_text(encoding="utf-8"))
+        return JudgeErrorRates(int(blob["true_positives"]), int(blob["false_negatives"]), int(blob["true_negatives"]),
+                               int(blob["false_positives"]), str(blob.get("source", path)))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(f"--correct-with {path}: not error counts ({type(exc).__name__}: {exc}); write them with "
+             "`testbed eval-judge GOLD --judge J --save-error-rates FILE`")
 
 
 @app.command()

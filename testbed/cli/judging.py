@@ -98,9 +98,13 @@ def eval_judge(
     gold: Annotated[Path, typer.Argument(help="JSONL with question, assistant, user_turn, label per line", exists=True, dir_okay=False)],
     judge: Annotated[str, typer.Option("--judge", "-j", help="local | followup | failure-modes | a judge spec path")] = "local",
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
+    save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
 ) -> None:
-    """Score a judge against reference labels; the last line is `kappa=<κ> f1_followup=<F1> n=<items>`."""
-    from testbed.analysis.judge_eval import evaluate, read_gold, run_judge
+    """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
+    reference's, and last the line `kappa=<κ> f1_followup=<F1> n=<items>`."""
+    from dataclasses import asdict
+
+    from testbed.analysis.judge_eval import error_rates, evaluate, gold_conditions, per_condition_rates, read_gold, run_judge
 
     resolved = _load_judge(judge, model)
     try:
@@ -108,10 +112,20 @@ def eval_judge(
     except SpecError as exc:
         fail(str(exc))
     verdicts = asyncio.run(run_judge(resolved, [item for item, _ in rows]))
-    result = evaluate(verdicts, [label for _, label in rows])
+    references = [label for _, label in rows]
+    result = evaluate(verdicts, references)
     if result.labels is not None:
         console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
-    console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f}")
+    table = per_condition_rates(verdicts, references, gold_conditions(gold))
+    if len(table) > 1:
+        console.print("follow-up rate per condition (reference beside judge):")
+        console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    rates = error_rates(verdicts, references, str(gold))
+    console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f} "
+                  f"sensitivity={rates.sensitivity:.3f} specificity={rates.specificity:.3f}")
+    if save_error_rates is not None:
+        save_error_rates.write_text(json.dumps({"judge": resolved.spec.name, **asdict(rates)}, indent=2) + "\n")
+        console.print(f"wrote the error counts to {save_error_rates}")
     typer.echo(result.summary_line())
 
 

@@ -36,6 +36,8 @@ class JudgeSpec(Strict):
     description: str = ""
     prompt_file: Path | None = None
     prompt_version: str | None = None
+    model_file: Path | None = None
+    """A trained judge's model (the `learned` kind), relative to the spec file."""
     agent: str | None = None
     max_retries: int = Field(2, ge=0, le=10)
     max_tokens: int = Field(160, ge=16, le=8192)
@@ -72,6 +74,9 @@ def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJ
         spec = JudgeSpec.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, JudgeSpec) from None
+    if spec.model_file is not None and not named_path(path, spec.model_file).is_file():
+        raise SpecError(path, "model_file", f"no trained model at {cut_text(str(named_path(path, spec.model_file)), 200)}",
+                        "train it with python scripts/train_judge.py, or fix the path")
     if not JUDGE_KINDS.get(spec.kind).meta.get("prompted", False):
         return ResolvedJudge(spec, path, None, None)
     assert spec.prompt_file is not None and spec.agent is not None

@@ -86,6 +86,7 @@ fields, `requires`, must be in its spec); `article` the word before the kind in 
 JUDGE_KINDS.register("local", "testbed.judges.local.judge:build", prompted=False, requires=(), article="a")
 JUDGE_KINDS.register("llm", "testbed.judges.llm_judge:build", prompted=True,
                      requires=("prompt_file", "prompt_version", "agent"), article="an")
+JUDGE_KINDS.register("learned", "testbed.judges.learned.judge:build", prompted=False, requires=("model_file",), article="a")
 
 
 def registered(registry: Registry) -> Any:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from testbed.judges.local import cues
-from testbed.judges.local.features import context, measure
+from testbed.judges.local.features import TurnFeatures, context, measure
 from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
 from testbed.judges.taxonomy import taxonomy
@@ -60,6 +60,11 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
 
     A pure function of its inputs: equal inputs give equal verdicts, in any order or process.
     """
+    return analyse(question, assistant, user_turn, thresholds)[0]
+
+
+def analyse(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> tuple[Verdict, TurnFeatures, bool]:
+    """The verdict, the features the rules read, and whether judge-directed text was cut out of the turn."""
     raw = user_turn or ""
     lower = raw.lower()
     tokens = cues.tokens(lower)
@@ -74,7 +79,7 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
             label, reason = "other", "judge-directed text; not a follow-up"
         elif feats.n_words == 0:
             reason = "only judge-directed text"
-    return Verdict(label=label, followup=label == FOLLOWUP, reason=reason)
+    return Verdict(label=label, followup=label == FOLLOWUP, reason=reason), feats, cleaned.injected
 
 
 LOCAL_COMMIT_EVERY = 2000

@@ -1,0 +1,74 @@
+"""Build the learned judge's labelled set: export items for annotators, find disagreements, merge.
+
+    python scripts/labelset.py export --store S --out DIR [--batch 150]        # every finished run in S
+    python scripts/labelset.py disagreements --items DIR/items.jsonl --a A_DIR --b B_DIR --out FILE
+    python scripts/labelset.py merge --items DIR/items.jsonl --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl
+
+Items never carry a judge's output. Turns whose request is in the gold dev set are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from testbed.analysis.labelset import agreement, annotation_items, disagreements, merge, read_labels, write_batches
+from testbed.store import Store
+
+GOLD_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "gold" / "dev.jsonl"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def main() -> None:
+    """The three steps, as subcommands."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("--store", type=Path, required=True)
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--batch", type=int, default=150)
+    e.add_argument("--gold", type=Path, default=GOLD_DEV, help="questions to leave out (the gold dev set)")
+    for name in ("disagreements", "merge"):
+        p = sub.add_parser(name)
+        p.add_argument("--items", type=Path, required=True)
+        p.add_argument("--a", type=Path, required=True, help="folder of annotator A's label files")
+        p.add_argument("--b", type=Path, required=True, help="folder of annotator B's label files")
+        p.add_argument("--out", type=Path, required=True)
+        if name == "merge":
+            p.add_argument("--third", type=Path, required=True, help="folder of the adjudicator's label files")
+    args = parser.parse_args()
+    if args.step == "export":
+        gold = {row["question"].strip() for row in _jsonl(args.gold)} if args.gold.exists() else set()
+        store = Store(args.store, readonly=True)
+        runs = [r["run_id"] for r in store.runs() if r["status"] == "done"]
+        items = annotation_items(store, runs, gold)
+        _write(args.out / "items.jsonl", items)
+        batches = write_batches(items, args.out / "batches", args.batch)
+        print(f"{len(items)} items from {len(runs)} runs ({', '.join(runs)}) in {len(batches)} batches under {args.out}")
+        return
+    items = _jsonl(args.items)
+    a, b = read_labels(sorted(args.a.glob("*.jsonl"))), read_labels(sorted(args.b.glob("*.jsonl")))
+    missing = [i["id"] for i in items if i["id"] not in a or i["id"] not in b]
+    if missing:
+        raise SystemExit(f"{len(missing)} items lack a label from A or B (first: {missing[0]})")
+    print(json.dumps(agreement(items, a, b)))
+    if args.step == "disagreements":
+        _write(args.out, disagreements(items, a, b))
+        print(f"{len(disagreements(items, a, b))} items to adjudicate in {args.out}")
+        return
+    merged = merge(items, a, b, read_labels(sorted(args.third.glob("*.jsonl"))))
+    _write(args.out, merged)
+    print(f"{len(merged)} labelled items in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

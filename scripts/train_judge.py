@@ -1,0 +1,42 @@
+"""Train the learned local judge: one seeded, reproducible command.
+
+    .venv/bin/python scripts/train_judge.py                      # judges/training/labels.jsonl -> judges/models/learned-1.json
+
+Chooses C, class weighting and the follow-up threshold by 5-fold cross-validation grouped by
+question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
+report inside. It never reads the gold dev set; score that once with
+`testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from testbed.judges.learned.embedding import default_embedder
+from testbed.analysis.judge_training import train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    """Train, report the CV figures, save."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT / "judges" / "training" / "labels.jsonl")
+    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-1.json")
+    parser.add_argument("--version", default="learned-1")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    model, report = train(args.data, args.version, default_embedder(), seed=args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.out)
+    chosen = report["chosen"]
+    print(json.dumps({k: chosen[k] for k in ("C", "class_weight", "threshold", "kappa", "followup_f1", "followup_precision",
+                                               "followup_recall", "kappa_followup")}))
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
+          f"{report['turns']} turns, {report['questions']} questions")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The learned judge's model: standardised features, a multinomial linear layer, a follow-up threshold.
+
+Stored as one small JSON file (weights rounded to 6 significant digits) with its version, what
+it was trained on, its cross-validated figures and the embedding it expects, so a label says
+exactly which model made it. Prediction is numpy only: a matrix product and a softmax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class LinearModel:
+    """A trained judge: per-class weights over standardised features, and the follow-up threshold."""
+
+    version: str
+    classes: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    """(features, classes)."""
+    bias: np.ndarray
+    followup_threshold: float
+    """P(genuine_followup) at or above which the follow-up verdict is yes (chosen for follow-up F1 in CV)."""
+    embedding: str
+    """Fingerprint of the embedding table the features were made with."""
+    meta: dict = field(default_factory=dict)
+    """How it was trained: data file and hash, seed, C, CV figures."""
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        """Class probabilities, one row per turn."""
+        logits = ((features - self.mean) / self.scale) @ self.weights + self.bias
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def to_json(self) -> str:
+        """The model as JSON (what `save` writes)."""
+        blob = {"version": self.version, "classes": self.classes, "followup_threshold": self.followup_threshold,
+                "embedding": self.embedding, "meta": self.meta,
+                "mean": _rounded(self.mean), "scale": _rounded(self.scale), "weights": _rounded(self.weights), "bias": _rounded(self.bias)}
+        return json.dumps(blob, separators=(",", ":"), sort_keys=True)
+
+    def save(self, path: Path) -> None:
+        """Write the model atomically."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "LinearModel":
+        """Read a model written by `save`."""
+        blob = json.loads(path.read_text(encoding="utf-8"))
+        arrays = {k: np.asarray(blob[k], dtype=np.float32) for k in ("mean", "scale", "weights", "bias")}
+        return cls(blob["version"], blob["classes"], followup_threshold=float(blob["followup_threshold"]),
+                   embedding=blob["embedding"], meta=blob.get("meta", {}), **arrays)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the whole model: two files with the same digest judge alike."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
+
+
+def _rounded(a: np.ndarray) -> list:
+    return np.vectorize(lambda x: float(f"{x:.6g}"))(a).tolist() if a.size else a.tolist()

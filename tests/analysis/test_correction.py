@@ -1,0 +1,118 @@
+"""Follow-up rates corrected for judge error: the point estimate inverts the judge, the interval covers the truth."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from testbed.analysis.correction import JudgeErrorRates, corrected_rate, rogan_gladen
+
+
+def test_rogan_gladen_inverts_a_known_judge():
+    se, sp, p = 0.8, 0.9, 0.3
+    q = se * p + (1 - sp) * (1 - p)
+    assert rogan_gladen(q, se, sp) == pytest.approx(p)
+    assert rogan_gladen(0.01, se, sp) == 0.0 and rogan_gladen(0.99, se, sp) == 1.0, "clipped to [0, 1]"
+    assert math.isnan(rogan_gladen(0.3, 0.5, 0.5)), "a judge no better than chance cannot be inverted"
+
+
+def test_counts_give_the_error_rates():
+    rates = JudgeErrorRates.from_pairs([True, True, False, False, True], [True, False, True, False, True], "gold")
+    assert (rates.true_positives, rates.false_negatives, rates.true_negatives, rates.false_positives) == (2, 1, 1, 1)
+    assert rates.sensitivity == pytest.approx(2 / 3) and rates.specificity == pytest.approx(0.5)
+
+
+def test_an_uninformative_judge_is_not_corrected():
+    out = corrected_rate(10, 50, JudgeErrorRates(5, 5, 5, 5, "x"))
+    assert not out.informative and math.isnan(out.corrected) and out.observed == 0.2
+
+
+def simulate(truth: float, se: float, sp: float, n_run: int, n_pos: int, n_neg: int, rng) -> tuple[bool, float, float]:
+    """One study: a labelled set measures the judge, a run is judged; does the interval hold the truth?"""
+    tp = rng.binomial(n_pos, se)
+    tn = rng.binomial(n_neg, sp)
+    rates = JudgeErrorRates(tp, n_pos - tp, tn, n_neg - tn, "sim")
+    real = rng.random(n_run) < truth
+    judged = np.where(real, rng.random(n_run) < se, rng.random(n_run) >= sp)
+    out = corrected_rate(int(judged.sum()), n_run, rates, draws=2000, seed=int(rng.integers(1 << 30)))
+    return out.lo <= truth <= out.hi, out.corrected, judged.mean()
+
+
+@pytest.mark.parametrize("truth, se, sp", [(0.15, 0.5, 0.93), (0.4, 0.8, 0.9), (0.05, 0.7, 0.97)])
+def test_the_interval_covers_the_known_truth_about_95_percent_of_the_time(truth, se, sp):
+    rng = np.random.default_rng(7)
+    results = [simulate(truth, se, sp, n_run=400, n_pos=80, n_neg=300, rng=rng) for _ in range(300)]
+    coverage = np.mean([hit for hit, _, _ in results])
+    assert 0.91 <= coverage <= 0.995, f"coverage {coverage:.3f}"
+    corrected = np.mean([c for _, c, _ in results])
+    observed = np.mean([o for _, _, o in results])
+    assert abs(corrected - truth) < abs(observed - truth) or abs(corrected - truth) < 0.02, "the correction removes the judge's bias"
+
+
+def test_the_naive_interval_that_ignores_judge_uncertainty_would_not_cover():
+    """Why the judge's own uncertainty must be in the interval: with a small labelled set, a
+    sampling-only interval misses the truth far more often than 5 %."""
+    from testbed.analysis.stats import wilson_interval
+
+    rng = np.random.default_rng(3)
+    misses_naive, misses_full = 0, 0
+    for _ in range(200):
+        hit, _, _ = simulate(0.3, 0.6, 0.9, n_run=2000, n_pos=30, n_neg=60, rng=rng)
+        misses_full += not hit
+        tp, tn = rng.binomial(30, 0.6), rng.binomial(60, 0.9)
+        se_hat, sp_hat = tp / 30, tn / 60
+        q = (0.6 * 0.3 + 0.1 * 0.7)
+        lo, hi = wilson_interval(round(q * 2000), 2000)
+        naive_lo, naive_hi = rogan_gladen(lo, se_hat, sp_hat), rogan_gladen(hi, se_hat, sp_hat)
+        misses_naive += not (naive_lo <= 0.3 <= naive_hi)
+    assert misses_full / 200 <= 0.09 and misses_naive / 200 >= 0.3
+
+
+def test_eval_judge_saves_error_rates_and_the_report_shows_corrected_rates(tmp_path, spec_dir):
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from testbed.backends.scripted import ScriptedBackend
+    from testbed.cli import app as cli
+    from testbed.runner import run_scenario
+    from testbed.specs.loader import load_scenario
+    from testbed.store import Store
+
+    gold = tmp_path / "gold.jsonl"
+    lines = []
+    for k in range(12):
+        q = f"Tom has {k} apples and buys 3 more. How many now?"
+        a = f"He has {k + 3} apples."
+        turn, label = (f"Why did you add 3 to {k}?", "genuine_followup") if k % 2 else (q, "restate_question")
+        lines.append({"id": str(k), "question": q, "assistant": a, "user_turn": turn, "label": label,
+                      "source_model": "m", "mode": "raw" if k < 6 else "instructed", "temperature": 0.0, "perturbation": "none"})
+    gold.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    saved = tmp_path / "errors.json"
+    runner = CliRunner()
+    out = runner.invoke(cli, ["eval-judge", str(gold), "--judge", "local", "--save-error-rates", str(saved)])
+    assert out.exit_code == 0, out.output
+    assert "follow-up rate per condition" in out.output and "reference_rate" in out.output and "judge_rate" in out.output
+    counts = json.loads(saved.read_text())
+    assert counts["true_positives"] + counts["false_negatives"] == 6 and counts["true_negatives"] + counts["false_positives"] == 6
+
+    store_path = tmp_path / "s.sqlite"
+    store = Store(store_path)
+    asyncio.run(run_scenario(load_scenario(spec_dir(items={"limit": 2})), store, show_progress=False,
+                             backends={"assistant": ScriptedBackend(lambda r: "He has 18 apples."),
+                                       "user": ScriptedBackend(lambda r: "Why did you add 3?")}))
+    run_id = store.runs()[0]["run_id"]
+    store.close()
+    assert runner.invoke(cli, ["judge", run_id, "--store", str(store_path)]).exit_code == 0
+    report = runner.invoke(cli, ["report", run_id, "--store", str(store_path), "--format", "csv", "--correct-with", str(saved)])
+    assert report.exit_code == 0, report.output
+    header = report.output.splitlines()[0].split(",")
+    assert {"followup_rate", "followup_corrected", "corrected_lo", "corrected_hi", "corrected_with"} <= set(header)
+    assert header.index("followup_corrected") == header.index("followup_hi") + 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    refused = runner.invoke(cli, ["report", run_id, "--store", str(store_path), "--correct-with", str(bad)])
+    assert refused.exit_code == 2 and "not error counts" in refused.output

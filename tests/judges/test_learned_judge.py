@@ -1,0 +1,97 @@
+"""The learned judge: trained by grouped CV on labelled turns, saved small, loaded, and judging consistently."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from testbed.analysis import judge_training as training
+from testbed.judges.learned.embedding import default_embedder
+from testbed.judges.learned.judge import LearnedJudge, ModelMismatch
+from testbed.judges.learned.model import LinearModel
+from testbed.judges.taxonomy import taxonomy
+from testbed.judges.verdict import JudgeInput
+
+TEMPLATES = {
+    "genuine_followup": "Why did you add {b} to {a}? I thought he gave some of them away first.",
+    "restate_question": "{q}",
+    "echo_assistant": "{ans} Is there anything else I can help you with today?",
+    "degenerate": "ok ok ok ok ok ok ok ok ok ok ok ok",
+}
+
+
+def synthetic_rows(n: int) -> list[dict]:
+    rows = []
+    for k in range(n):
+        q = f"Tom has {k} apples and buys {k + 3} more. How many apples does he have now?"
+        ans = f"Tom starts with {k} apples. He buys {k + 3} more, so he has {2 * k + 3} apples."
+        label = list(TEMPLATES)[k % 4]
+        rows.append({"id": f"s{k}", "question": q if k % 8 else q + " Explain.", "assistant": ans,
+                     "user_turn": TEMPLATES[label].format(a=k, b=k + 3, q=q, ans=ans), "label": label})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("learned")
+    data = folder / "labels.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(160)))
+    training.GRID_C, training.WEIGHTS = (0.1, 1.0), (None,)
+    model, report = training.train(data, "learned-test", default_embedder(), seed=1, log=lambda _: None)
+    path = folder / "model.json"
+    model.save(path)
+    return path, report
+
+
+def test_training_reports_grouped_cv_and_saves_a_small_versioned_model(trained):
+    path, report = trained
+    assert report["folds"] == 5 and report["turns"] == 160 and report["questions"] == 160
+    assert len(report["trials"]) == 2 and report["chosen"]["kappa"] > 0.9, "the synthetic labels are separable"
+    assert path.stat().st_size < 200_000
+    loaded = LinearModel.load(path)
+    assert loaded.version == "learned-test" and loaded.meta["data_sha256"] == report["data_sha256"]
+    assert loaded.classes == list(taxonomy().labels)
+
+
+def test_the_same_seed_and_data_give_the_same_model(trained, tmp_path):
+    path, _ = trained
+    data = tmp_path / "labels.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(160)))
+    again, _ = training.train(data, "learned-test", default_embedder(), seed=1, log=lambda _: None)
+    assert again.digest == LinearModel.load(path).digest
+
+
+def test_verdicts_carry_both_decisions_a_probability_and_a_reason(trained):
+    path, _ = trained
+    judge = LearnedJudge("learned", path)
+    rows = synthetic_rows(24)
+    verdicts = judge.judge_many([JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows])
+    assert judge.identity.version.startswith("learned-test+")
+    for row, verdict in zip(rows, verdicts):
+        assert verdict.followup == (verdict.label == "genuine_followup")
+        p = json.loads(verdict.raw)
+        assert abs(sum(p["probabilities"].values()) - 1) < 1e-3 and verdict.reason.startswith("p(followup)=")
+    assert sum(v.label == r["label"] for v, r in zip(verdicts, rows)) >= 22
+
+
+def test_probabilities_match_the_threshold_rule(trained):
+    path, _ = trained
+    judge = LearnedJudge("learned", path)
+    rows = synthetic_rows(16)
+    items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
+    proba, _ = judge.probabilities(items)
+    assert np.allclose(proba.sum(axis=1), 1, atol=1e-5)
+    expected = training.decide(proba, judge.linear.followup_threshold)
+    assert [v.label for v in judge.judge_many(items)] == expected, "the judge decides as the trainer scored it"
+
+
+def test_a_model_made_with_another_embedding_is_refused(trained, tmp_path):
+    path, _ = trained
+    model = LinearModel.load(path)
+    model.embedding = "0" * 12
+    other = tmp_path / "other.json"
+    model.save(other)
+    with pytest.raises(ModelMismatch, match="retrain"):
+        LearnedJudge("learned", other)
