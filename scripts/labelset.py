@@ -1,8 +1,8 @@
 """Build the learned judge's labelled set: export items for annotators, find disagreements, merge.
 
-    python scripts/labelset.py export --store S --out DIR [--batch 150]        # every finished run in S
-    python scripts/labelset.py disagreements --items DIR/items.jsonl --a A_DIR --b B_DIR --out FILE
-    python scripts/labelset.py merge --items DIR/items.jsonl --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl
+    python scripts/labelset.py export --store S --out DIR [--runs PREFIX,..] [--name items] [--batch 150]
+    python scripts/labelset.py disagreements --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --out FILE
+    python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl
 
 Items never carry a judge's output. Turns whose request is in the gold dev set are left out.
 """
@@ -36,10 +36,12 @@ def main() -> None:
     e.add_argument("--store", type=Path, required=True)
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--batch", type=int, default=150)
+    e.add_argument("--runs", help="comma-separated run id prefixes (default: every finished run)")
+    e.add_argument("--name", default="items", help="name of this export (several exports can share a folder)")
     e.add_argument("--gold", type=Path, default=GOLD_DEV, help="questions to leave out (the gold dev set)")
     for name in ("disagreements", "merge"):
         p = sub.add_parser(name)
-        p.add_argument("--items", type=Path, required=True)
+        p.add_argument("--items", type=Path, nargs="+", required=True, help="the exports' item files")
         p.add_argument("--a", type=Path, required=True, help="folder of annotator A's label files")
         p.add_argument("--b", type=Path, required=True, help="folder of annotator B's label files")
         p.add_argument("--out", type=Path, required=True)
@@ -50,12 +52,14 @@ def main() -> None:
         gold = {row["question"].strip() for row in _jsonl(args.gold)} if args.gold.exists() else set()
         store = Store(args.store, readonly=True)
         runs = [r["run_id"] for r in store.runs() if r["status"] == "done"]
+        if args.runs:
+            runs = [r for r in runs if any(r.startswith(p) for p in args.runs.split(","))]
         items = annotation_items(store, runs, gold)
-        _write(args.out / "items.jsonl", items)
-        batches = write_batches(items, args.out / "batches", args.batch)
+        _write(args.out / f"{args.name}.jsonl", items)
+        batches = write_batches(items, args.out / "batches" / args.name, args.batch)
         print(f"{len(items)} items from {len(runs)} runs ({', '.join(runs)}) in {len(batches)} batches under {args.out}")
         return
-    items = _jsonl(args.items)
+    items = [row for path in args.items for row in _jsonl(path)]
     a, b = read_labels(sorted(args.a.glob("*.jsonl"))), read_labels(sorted(args.b.glob("*.jsonl")))
     missing = [i["id"] for i in items if i["id"] not in a or i["id"] not in b]
     if missing:

@@ -22,6 +22,8 @@ from testbed.store.frames import messages_df, turns_df
 
 CONDITION_FIELDS = ("source_model", "dataset", "kind", "mode", "temperature", "perturbation", "turn")
 """What each item says about how its turn was made (the gold set's fields, plus kind and turn ordinal)."""
+SHOWN = ("id", "kind", "perturbation", "turn", "question", "context", "assistant", "user_turn")
+"""What an annotator sees of an item: the texts, and what the guide needs (the answer may be perturbed; later turns)."""
 
 
 def _context(messages, episode_id: str, turn_index: int) -> list[dict]:
@@ -58,14 +60,15 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
 
 
 def write_batches(items: list[dict], folder: Path, size: int, *, seed: int = 0) -> list[Path]:
-    """The items shuffled (seeded, so conditions mix in every batch) into JSONL files of `size` items."""
+    """The items shuffled (seeded, so conditions mix in every batch) into JSONL files of `size` items, showing `SHOWN` only."""
     folder.mkdir(parents=True, exist_ok=True)
     order = list(items)
     random.Random(seed).shuffle(order)
     paths = []
     for k in range(0, len(order), size):
-        path = folder / f"batch-{k // size + 1:02d}.jsonl"
-        path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in order[k:k + size]), encoding="utf-8")
+        path = folder / f"{folder.name}-{k // size + 1:02d}.jsonl"
+        shown = [{f: i[f] for f in SHOWN} for i in order[k:k + size]]
+        path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in shown), encoding="utf-8")
         paths.append(path)
     return paths
 

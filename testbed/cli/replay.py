@@ -29,24 +29,29 @@ def replay(
     label: Annotated[Optional[str], typer.Option("--label", help="label the run's user turns by hand as human:NAME, judges hidden")] = None,
     seed: Annotated[int, typer.Option(help="seed of the labelling order (the same seed gives every annotator the same order)")] = 0,
     judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark drift (default: local); j cycles in the app")] = None,
+    uncertain_first: Annotated[Optional[str], typer.Option("--uncertain-first", help="with --label: the turns this judge (e.g. learned) was least sure of come first")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Browse runs, replay transcripts turn by turn, or label user turns by hand (`--label NAME`). `?` lists every key."""
     from testbed.replay.app import ReplayApp
     from testbed.replay.labelling import annotator
+    from testbed.store.labels import resolve_identity
 
     if label is not None and run_id is None:
         fail("--label needs a run: testbed replay RUN --label NAME")
     if label is not None and episode is not None:
         fail("--label labels a whole run; leave out the episode")
     db = open_store(store, readonly=label is None)
-    run, episode_id, who = None, None, None
+    run, episode_id, who, doubt_of = None, None, None, None
     try:
         if run_id is not None:
             run = db.run(run_id).run_id
             who = _judge(db, run, judge)
             if episode is not None:
                 episode_id = episode_named([e.key.episode_id for e in db.episodes(run)], episode, run)
+        doubt_of = resolve_identity(db, run, uncertain_first) if uncertain_first is not None and run is not None else None
+        if uncertain_first is not None and label is None:
+            fail("--uncertain-first orders the labelling queue: use it with --label NAME")
         if label is not None:
             annotator(label)
             if not db.turns(run):
@@ -55,7 +60,7 @@ def replay(
         fail(str(exc))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail("testbed replay needs a terminal; to print one transcript into a pipe use: testbed show-episode RUN EPISODE")
-    ReplayApp(db, run, episode_id, annotator=label, seed=seed, judge=who).run()
+    ReplayApp(db, run, episode_id, annotator=label, seed=seed, judge=who, doubt_of=doubt_of).run()
     if label is not None:
         console.print(f"labels are stored as human:{label}; compare them with: testbed agree {run} --a local --b human:{label}")
 

@@ -21,7 +21,7 @@ from testbed.judges.taxonomy import taxonomy
 from testbed.replay.catalog import RunCatalog
 from testbed.replay.labelling import LabellingSession
 from testbed.replay.render import label_line, role_badge
-from testbed.store import TurnRecord
+from testbed.store import JudgeIdentity, TurnRecord
 
 LABEL_KEYS = tuple(str(k) for k in range(1, 9))
 
@@ -69,9 +69,9 @@ class LabelScreen(Screen):
     LabelScreen #note.open { display: block; }
     """
 
-    def __init__(self, run_id: str, annotator: str, seed: int) -> None:
+    def __init__(self, run_id: str, annotator: str, seed: int, doubt_of: JudgeIdentity | None = None) -> None:
         super().__init__()
-        self.run_id, self.annotator, self.seed = run_id, annotator, seed
+        self.run_id, self.annotator, self.seed, self.doubt_of = run_id, annotator, seed, doubt_of
         self.position: int | None = None
         self.skipped: set[int] = set()
         self.note = ""
@@ -92,7 +92,8 @@ class LabelScreen(Screen):
     def on_mount(self) -> None:
         """Order the turns and show the first one not yet labelled."""
         store = self.app.store  # type: ignore[attr-defined]
-        self.session = LabellingSession.open(store, RunCatalog.load(store, self.run_id), self.annotator, self.seed)
+        self.session = LabellingSession.open(store, RunCatalog.load(store, self.run_id), self.annotator, self.seed,
+                                              doubt_of=self.doubt_of)
         self.position = self.session.next_position()
         self.redraw()
 

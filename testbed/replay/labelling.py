@@ -13,6 +13,7 @@ undo appends an unscored row ("withdrawn"), and the newest row is the one that c
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -52,6 +53,21 @@ def stratified_order(strata: dict[tuple[str, int], tuple], seed: int) -> list[tu
     return [turn for *_, turn in sorted(keyed)]
 
 
+def uncertainty(raw: str | None) -> float | None:
+    """How unsure a verdict was: |P(follow-up) − threshold| from a learned judge's stored verdict, or None without one."""
+    try:
+        blob = json.loads(raw) if raw else None
+        return abs(float(blob["p_followup"]) - float(blob.get("threshold", 0.5)))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def uncertain_first(order: list[tuple[str, int]], doubt: dict[tuple[str, int], float]) -> list[tuple[str, int]]:
+    """The order with the turns the judge was least sure of first (closest to its threshold); the rest keep their places after."""
+    unsure = sorted((t for t in order if t in doubt), key=lambda t: doubt[t])
+    return unsure + [t for t in order if t not in doubt]
+
+
 @dataclass
 class LabellingSession:
     """One person labelling one run's judged turns (generated user turns of finished episodes)."""
@@ -64,12 +80,21 @@ class LabellingSession:
     history: list[tuple[str, int]]
 
     @classmethod
-    def open(cls, store: Store, catalog: RunCatalog, name: str, seed: int = 0) -> "LabellingSession":
-        """Order the run's judged turns for `name` and read what they labelled before."""
+    def open(cls, store: Store, catalog: RunCatalog, name: str, seed: int = 0,
+             doubt_of: JudgeIdentity | None = None) -> "LabellingSession":
+        """Order the run's judged turns for `name` and read what they labelled before.
+
+        With `doubt_of` (a judge that stores its probability, the learned one), the turns it was
+        least sure of come first; the person still never sees its labels.
+        """
         who = annotator(name)
         turns = {(t.episode_id, t.turn_index): t for t in store.turns(catalog.run_id)}
         conditions = {e.key.episode_id: tuple(getattr(e.key, c) for c in CONDITIONS) for e in catalog.episodes}
         order = stratified_order({key: conditions[key[0]] for key in turns}, seed)
+        if doubt_of is not None:
+            doubt = {(r.episode_id, r.turn_index): u for r in latest_labels(store, catalog.run_id, doubt_of)
+                     if (u := uncertainty(r.raw)) is not None}
+            order = uncertain_first(order, doubt)
         given = {(r.episode_id, r.turn_index): (r.label, r.reason) for r in latest_labels(store, catalog.run_id, who)
                  if r.status == "scored" and r.label}
         return cls(store, catalog, who, [turns[key] for key in order], given, [])

@@ -115,3 +115,16 @@ def test_two_people_and_a_judge_give_fleiss_kappa(replay_copy):
     result = CliRunner().invoke(cli, ["agree", run_id, "--a", "human:ann", "--b", "human:ben", "--c", "local", "--store", str(path)])
     assert result.exit_code == 0, result.output
     assert "on 6 turns labelled by both" in result.output and "Fleiss' κ over 3 annotators (labels)" in result.output
+
+
+def test_the_turns_a_judge_was_least_sure_of_come_first():
+    import json
+
+    from testbed.replay.labelling import uncertain_first, uncertainty
+
+    assert uncertainty(json.dumps({"p_followup": 0.45, "threshold": 0.4})) == pytest.approx(0.05)
+    assert uncertainty(json.dumps({"p_followup": 0.9})) == pytest.approx(0.4), "threshold 0.5 when not stored"
+    assert uncertainty(None) is None and uncertainty("not json") is None and uncertainty(json.dumps({"label": "x"})) is None
+    order = [("a", 1), ("b", 1), ("c", 1), ("d", 1)]
+    doubt = {("c", 1): 0.01, ("a", 1): 0.3, ("d", 1): 0.2}
+    assert uncertain_first(order, doubt) == [("c", 1), ("d", 1), ("a", 1), ("b", 1)]

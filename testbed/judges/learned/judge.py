@@ -87,7 +87,8 @@ class LearnedJudge:
         elif not followup and label == FOLLOWUP:
             label = second
         reason = f"p(followup)={p_followup:.2f}; {top} {p[order[0]]:.2f}, {second} {p[order[1]]:.2f}; rules: {rule}"
-        raw = json.dumps({"p_followup": round(p_followup, 4), "probabilities": {c: round(float(v), 4) for c, v in zip(self.linear.classes, p)}})
+        raw = json.dumps({"p_followup": round(p_followup, 4), "threshold": self.linear.followup_threshold,
+                          "probabilities": {c: round(float(v), 4) for c, v in zip(self.linear.classes, p)}})
         return Verdict(label=label, followup=followup, reason=reason, raw=raw)
 
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
