@@ -1,0 +1,71 @@
+"""How fast is the learned judge? Turns per second on one core, beside the rule classifier in the same run.
+
+Target: 1,000 turns/s on one core (issue 12). The process is pinned to one core with one BLAS
+thread, items come from the labelled training set (or the gold file when it is absent), repeated
+to `--turns`, and the best of `--rounds` timed passes is reported. Featurising includes the rules
+(the learned judge reads their features), the static embeddings and the linear model. Prints one JSON line.
+
+    .venv/bin/python benchmarks/learned_judge.py
+    .venv/bin/python benchmarks/learned_judge.py --turns 20000 --rounds 5 --core 1
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
+    os.environ[_var] = "false" if _var == "TOKENIZERS_PARALLELISM" else "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from testbed.judges.learned.judge import LearnedJudge  # noqa: E402
+from testbed.judges.local import classify  # noqa: E402
+from testbed.judges.verdict import JudgeInput  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TRAINING = REPO / "judges" / "training" / "labels.jsonl"
+GOLD = REPO.parent / "shared" / "gold" / "dev.jsonl"
+MODEL = REPO / "judges" / "models" / "learned-1.json"
+
+
+def items(path: Path, n: int) -> list[JudgeInput]:
+    """`n` judge inputs cycled from a labelled JSONL file."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [JudgeInput(str(k), rows[k % len(rows)]["question"], rows[k % len(rows)]["assistant"], rows[k % len(rows)]["user_turn"])
+            for k in range(n)]
+
+
+def best_rate(fn, work: list[JudgeInput], rounds: int) -> float:
+    """The best turns/s of `rounds` timed passes of `fn` over `work`."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn(work)
+        best = min(best, time.perf_counter() - started)
+    return len(work) / best
+
+
+def main() -> None:
+    """Pin, time both judges, print one JSON line."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--core", type=int, default=0)
+    parser.add_argument("--model", type=Path, default=MODEL)
+    args = parser.parse_args()
+    os.sched_setaffinity(0, {args.core})
+    source = TRAINING if TRAINING.exists() else GOLD
+    work = items(source, args.turns)
+    judge = LearnedJudge("learned", args.model)
+    judge.judge_many(work[:100])
+    learned = best_rate(judge.judge_many, work, args.rounds)
+    rules = best_rate(lambda w: [classify(i.question, i.assistant, i.user_turn) for i in w], work, args.rounds)
+    print(json.dumps({"turns": len(work), "source": source.name, "core": args.core, "model": judge.version,
+                      "learned_turns_per_s": round(learned), "local_turns_per_s": round(rules)}))
+
+
+if __name__ == "__main__":
+    main()
