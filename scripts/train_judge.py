@@ -4,7 +4,8 @@
 
 Chooses C, class weighting and the follow-up threshold by 5-fold cross-validation grouped by
 question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
-report inside. It never reads the gold dev set; score that once with
+report inside, and its cross-validated follow-up error counts beside it (`testbed report RUN --judge
+learned --correct-with judges/models/learned-1.cv-error-rates.json`). It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
 
@@ -31,11 +32,13 @@ def main() -> None:
     model, report = train(args.data, args.version, default_embedder(), seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
+    errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
+    errors.write_text(json.dumps({"judge": "learned", **report["cv_error_counts"]}, indent=2) + "\n")
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("C", "class_weight", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")}))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
-          f"{report['turns']} turns, {report['questions']} questions")
+          f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} (for report --correct-with)")
 
 
 if __name__ == "__main__":

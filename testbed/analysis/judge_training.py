@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from testbed.analysis.agreement import cohen_kappa, compare, f1_binary
+from testbed.analysis.correction import JudgeErrorRates
 from testbed.judges.learned.embedding import StaticEmbedder
 from testbed.judges.learned.features import featurise
 from testbed.judges.learned.model import LinearModel
@@ -134,9 +135,11 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, seed: int = 0, 
     for k, c in enumerate(model.classes_):
         weights[:, classes.index(c)] = model.coef_[k]
         bias[classes.index(c)] = model.intercept_[k]
+    fu = taxonomy().followup_label
+    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
     report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="index")}
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors)}
     linear = LinearModel(version, classes, scaler.mean_.astype(np.float32), np.where(scaler.scale_ > 0, scaler.scale_, 1.0).astype(np.float32),
                          weights, bias, best["threshold"], embedder.fingerprint, report)
     return linear, report
