@@ -20,7 +20,7 @@ from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
 
 RULE_FEATURES = ("log_words", "q_frac", "a_frac", "tri_q", "tri_a", "rep3", "question", "request", "latin", "log_answer_numbers",
-                 "injected", "empty")
+                 "injected", "empty", "a_only_frac", "novel_frac", "ask_cover", "dwell")
 SIMILARITIES = ("cos_turn_question", "cos_turn_answer", "cos_question_answer", "cos_gap")
 
 
@@ -31,9 +31,9 @@ def feature_names(dim: int) -> list[str]:
 
 
 def _rules(item: JudgeInput) -> tuple[list[float], str]:
-    verdict, f, injected = analyse(item.question, item.assistant, item.user_turn)
+    verdict, f, injected, o = analyse(item.question, item.assistant, item.user_turn)
     row = [math.log1p(f.n_words), f.q_frac, f.a_frac, f.tri_q, f.tri_a, f.rep3, float(f.question), float(f.request), f.latin,
-           math.log1p(f.answer_numbers), float(injected), float(f.n_words == 0)]
+           math.log1p(f.answer_numbers), float(injected), float(f.n_words == 0), o.a_only_frac, o.novel_frac, o.ask_cover, o.dwell]
     return row, verdict.label
 
 

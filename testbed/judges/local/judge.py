@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from testbed.judges.local import cues
-from testbed.judges.local.features import TurnFeatures, context, measure
+from testbed.judges.local.features import Origin, TurnFeatures, context, measure, origin
 from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
 from testbed.judges.taxonomy import taxonomy
@@ -63,8 +63,8 @@ def classify(question: str, assistant: str, user_turn: str, thresholds: Threshol
     return analyse(question, assistant, user_turn, thresholds)[0]
 
 
-def analyse(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> tuple[Verdict, TurnFeatures, bool]:
-    """The verdict, the features the rules read, and whether judge-directed text was cut out of the turn."""
+def analyse(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> tuple[Verdict, TurnFeatures, bool, Origin]:
+    """The verdict, the features the rules read, whether judge-directed text was cut out, and where the turn's words come from."""
     raw = user_turn or ""
     lower = raw.lower()
     tokens = cues.tokens(lower)
@@ -79,7 +79,7 @@ def analyse(question: str, assistant: str, user_turn: str, thresholds: Threshold
             label, reason = "other", "judge-directed text; not a follow-up"
         elif feats.n_words == 0:
             reason = "only judge-directed text"
-    return Verdict(label=label, followup=label == FOLLOWUP, reason=reason), feats, cleaned.injected
+    return Verdict(label=label, followup=label == FOLLOWUP, reason=reason), feats, cleaned.injected, origin(feats, ctx)
 
 
 LOCAL_COMMIT_EVERY = 2000
