@@ -36,7 +36,7 @@ def main() -> None:
     errors.write_text(json.dumps({"judge": "learned", **report["cv_error_counts"]}, indent=2) + "\n")
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("C", "class_weight", "threshold", "kappa", "followup_f1", "followup_precision",
-                                               "followup_recall", "kappa_followup")}))
+                                               "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
           f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} (for report --correct-with)")
 

@@ -113,6 +113,19 @@ def best_threshold(labels: list[str], proba: np.ndarray) -> float:
     return float(best)
 
 
+def calibration_error(p_followup: np.ndarray, truth: list[bool], bins: int = 10) -> float:
+    """Expected calibration error of P(follow-up): the mean |observed rate − mean probability| over equal-width bins, weighted by size."""
+    truth_ = np.asarray(truth, dtype=float)
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(p_followup, edges[1:-1]), 0, bins - 1)
+    total = 0.0
+    for b in range(bins):
+        mask = which == b
+        if mask.any():
+            total += mask.sum() * abs(truth_[mask].mean() - p_followup[mask].mean())
+    return float(total / len(p_followup)) if len(p_followup) else float("nan")
+
+
 def train(path: Path, version: str, embedder: StaticEmbedder, *, seed: int = 0, log=print) -> tuple[LinearModel, dict]:
     """Choose C, weighting and threshold by grouped CV, refit on everything, and return the model and the CV report."""
     data = load_labelled(path, embedder)
@@ -136,10 +149,12 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, seed: int = 0, 
         weights[:, classes.index(c)] = model.coef_[k]
         bias[classes.index(c)] = model.intercept_[k]
     fu = taxonomy().followup_label
+    ece = calibration_error(proba[:, list(taxonomy().labels).index(fu)], [r == fu for r in data.labels])
     errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
     report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors)}
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors),
+              "cv_calibration_error": round(ece, 4)}
     linear = LinearModel(version, classes, scaler.mean_.astype(np.float32), np.where(scaler.scale_ > 0, scaler.scale_, 1.0).astype(np.float32),
                          weights, bias, best["threshold"], embedder.fingerprint, report)
     return linear, report

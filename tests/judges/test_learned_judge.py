@@ -95,3 +95,12 @@ def test_a_model_made_with_another_embedding_is_refused(trained, tmp_path):
     model.save(other)
     with pytest.raises(ModelMismatch, match="retrain"):
         LearnedJudge("learned", other)
+
+
+def test_calibration_error_is_zero_for_calibrated_and_large_for_overconfident_probabilities():
+    from testbed.analysis.judge_training import calibration_error
+
+    p = np.array([0.2] * 10 + [0.8] * 10)
+    truth = [k < 2 for k in range(10)] + [k < 8 for k in range(10)]
+    assert calibration_error(p, truth) == pytest.approx(0.0)
+    assert calibration_error(np.array([0.99] * 10), [False] * 10) == pytest.approx(0.99)
