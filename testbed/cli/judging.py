@@ -111,7 +111,10 @@ def eval_judge(
         rows = read_gold(gold)
     except SpecError as exc:
         fail(str(exc))
-    verdicts = asyncio.run(run_judge(resolved, [item for item, _ in rows]))
+    try:
+        verdicts = asyncio.run(run_judge(resolved, [item for item, _ in rows]))
+    except SpecError as exc:
+        fail(str(exc))
     references = [label for _, label in rows]
     result = evaluate(verdicts, references)
     if result.labels is not None:

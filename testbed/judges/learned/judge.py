@@ -20,6 +20,7 @@ from testbed.judges.learned.features import featurise
 from testbed.judges.learned.model import LinearModel
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.specs.errors import SpecError
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ BATCH = 4096
 """Turns featurised together: the embeddings of shared requests and answers are computed once per batch."""
 
 
-class ModelMismatch(RuntimeError):
+class ModelMismatch(SpecError):
     """The model was trained on other features than this installation makes; the message says what to do."""
 
 
@@ -47,8 +48,8 @@ class LearnedJudge:
         self.linear = LinearModel.load(model_path)
         self.embedder = embedder or default_embedder()
         if self.embedder.fingerprint != self.linear.embedding:
-            raise ModelMismatch(f"{model_path} was trained with embedding table {self.linear.embedding}, this installation "
-                                f"has {self.embedder.fingerprint}: retrain with scripts/train_judge.py")
+            raise ModelMismatch(model_path, "embedding", f"trained with embedding table {self.linear.embedding}, this installation "
+                                f"has {self.embedder.fingerprint}", "retrain with scripts/train_judge.py")
         self.version = f"{self.linear.version}+{self.linear.digest}"
         self._followup = self.linear.classes.index(FOLLOWUP)
 
