@@ -43,6 +43,7 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("user turns/ep.", "user_turns_per_episode", lambda r: _num(r.user_turns_per_episode)),
     ("ended by", "user_turns_per_episode", lambda r: top_shares(r, "end_")),
     ("follow-up (95% CI)", "followup_rate", lambda r: _rate(r.followup_rate, r.followup_lo, r.followup_hi)),
+    ("corrected (95% CI)", "followup_corrected", lambda r: _rate(r.followup_corrected, r.corrected_lo, r.corrected_hi)),
     ("unscored", "followup_rate", lambda r: str(r.unscored)),
     ("top labels", "followup_rate", lambda r: top_shares(r, "share_")),
     ("drift (95% CI)", "drift_share", lambda r: _rate(r.drift_share, r.drift_lo, r.drift_hi)),
@@ -70,11 +71,20 @@ def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-CONDITION_COLUMNS = ("assistant", "user", "dataset", "mode", "T", "perturbation")
+CONDITION_COLUMNS = ("assistant", "user", "model (both roles)", "dataset", "mode", "T", "perturbation")
+
+
+SELF_PLAY = "model (both roles)"
+"""The one column that stands for assistant and user when every row has the same model in both roles (a sweep with `user: self`)."""
 
 
 def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]], dict[str, str]]:
-    """Move condition columns that hold one value in every row out of the table, into a caption."""
+    """Move condition columns that hold one value in every row out of the table, into a caption; when every
+    row's user model is its assistant model, the two columns become one."""
+    a, u = header.index("assistant"), header.index("user")
+    if rows and all(r[a] == r[u] for r in rows) and len({r[a] for r in rows}) > 1:
+        header = [SELF_PLAY if h == "assistant" else h for i, h in enumerate(header) if i != u]
+        rows = [[v for i, v in enumerate(r) if i != u] for r in rows]
     constant = {h: rows[0][i] for i, h in enumerate(header) if h in CONDITION_COLUMNS and rows and len({r[i] for r in rows}) == 1}
     keep = [i for i, h in enumerate(header) if h not in constant]
     return [header[i] for i in keep], [[r[i] for i in keep] for r in rows], constant
@@ -83,7 +93,7 @@ def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str],
 TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty turns", "user = question (95% CI)",
                   "user turns/ep.", "ended by")),
-    ("judge labels", ("follow-up (95% CI)", "unscored", "top labels")),
+    ("judge labels", ("follow-up (95% CI)", "corrected (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
     ("information gathering", ("facts recovered (95% CI)", "in final output", "questions/fact", "premature (95% CI)",
                                "leak rate (95% CI)")),
