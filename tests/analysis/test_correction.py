@@ -116,3 +116,22 @@ def test_eval_judge_saves_error_rates_and_the_report_shows_corrected_rates(tmp_p
     bad.write_text("{}")
     refused = runner.invoke(cli, ["report", run_id, "--store", str(store_path), "--correct-with", str(bad)])
     assert refused.exit_code == 2 and "not error counts" in refused.output
+
+
+def test_the_table_report_shows_corrected_rates_and_one_model_column_for_self_play():
+    import pandas as pd
+
+    from testbed.analysis.render import SELF_PLAY, as_rich_tables
+
+    base = {"user_mode": "raw", "temperature": 0.0, "perturbation": "none", "dataset": "gsm8k", "episodes": 10, "errors": 0,
+            "accuracy": 0.5, "accuracy_lo": 0.2, "accuracy_hi": 0.8, "scored": 10, "user_turn_words": 5.0, "empty_user_turns": 0,
+            "identical_to_question": 0.0, "identical_lo": 0.0, "identical_hi": 0.3, "judged": 10, "unscored": 0, "unjudged": 0,
+            "followup_rate": 0.2, "followup_lo": 0.05, "followup_hi": 0.5, "followup_corrected": 0.15, "corrected_lo": 0.0,
+            "corrected_hi": 0.6, "corrected_with": "cv:x"}
+    frame = pd.DataFrame([{**base, "assistant_model": m, "user_model": m} for m in ("small", "big")])
+    tables = as_rich_tables(frame, "run")
+    judged = next(t for t in tables if t.title == "judge labels")
+    headers = [c.header for c in judged.columns]
+    assert headers[0] == SELF_PLAY and "user" not in headers and "corrected (95% CI)" in headers
+    mixed = pd.DataFrame([{**base, "assistant_model": "small", "user_model": "big"}, {**base, "assistant_model": "big", "user_model": "big"}])
+    assert [c.header for c in as_rich_tables(mixed, "run")[0].columns][:1] == ["assistant"]
