@@ -29,15 +29,21 @@ class ItemSelection(Strict):
     seed: int | None = None
 
 
-class ProbeConditions(Strict):
-    """The conditions a probe's episodes vary over (a sweep of probes sets the same fields).
+class ProbeScenarioSpec(Strict):
+    """The interaction-awareness probe: a question, one assistant answer, then user-turn variants.
 
     The assistant answer is generated once per item and shared by every variant (user mode ×
     temperature × sample × perturbation), so variants differ only in how the user turn was made.
+    `assistant` and `user` name agent specs: a path relative to this file, or a built-in name.
     """
 
+    kind: Literal["probe"]
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
+    dataset: str
     items: ItemSelection = ItemSelection()
+    assistant: str
+    user: str
     user_modes: list[UserMode] = Field(default_factory=lambda: ["raw", "instructed"], min_length=1)
     user_prompt_file: Path | None = None
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
@@ -69,20 +75,6 @@ class ProbeConditions(Strict):
     def _distinct_labels(cls, value: list[PerturbationEntry]) -> list[PerturbationEntry]:
         perturbation_specs(value)
         return value
-
-
-class ProbeScenarioSpec(ProbeConditions):
-    """The interaction-awareness probe: a question, one assistant answer, then user-turn variants.
-
-    The assistant answer is generated once per item and shared by every variant (see ProbeConditions).
-    `assistant` and `user` name agent specs: a path relative to this file, or a built-in name.
-    """
-
-    kind: Literal["probe"]
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    dataset: str
-    assistant: str
-    user: str
 
     @field_validator("dataset")
     @classmethod
