@@ -34,6 +34,9 @@ class ServerSpec(Strict):
     port: int | None = Field(None, ge=1, le=65535)
     extra_args: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(600.0, gt=0)
+    replicas: int = Field(1, ge=1, le=64)
+    """How many copies of the server the testbed starts, each on its own port (on a GPU machine, one per GPU);
+    requests go to the one with the fewest in flight, and one that stops answering is taken out."""
 
 
 class CapabilitiesSpec(Strict):
@@ -57,6 +60,9 @@ class AgentSpec(Strict):
     backend: BackendName
     model: str = Field(min_length=1)
     base_url: str | None = None
+    base_urls: list[str] | None = None
+    """Several running servers of the same model (replicas): requests go to the one with the fewest in
+    flight, and a replica that stops answering is taken out and its requests retried on the others."""
     api_key_env: str | None = None
     system_prompt_file: Path | None = None
     sampling: SamplingSpec = SamplingSpec()
@@ -77,6 +83,20 @@ class AgentSpec(Strict):
             raise ValueError(f"{value!r} is not an http(s) URL | fix: write it like http://127.0.0.1:8000/v1")
         return value
 
+    @field_validator("base_urls")
+    @classmethod
+    def _urls(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("is empty | fix: list the replicas' URLs, or drop base_urls")
+        for url in value:
+            cls._url(url)
+        seen = [u.rstrip("/") for u in value]
+        if len(set(seen)) != len(seen):
+            raise ValueError("names the same URL twice | fix: list each replica once")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
@@ -88,12 +108,23 @@ class AgentSpec(Strict):
 
     @model_validator(mode="after")
     def _backend_fields(self) -> "AgentSpec":
+        if self.base_url is not None and self.base_urls is not None:
+            raise ValueError("@base_urls give either base_url or base_urls, not both | fix: move base_url into the base_urls list")
+        if self.base_urls is not None and not BACKENDS.get(self.backend).meta.get("replicas"):
+            raise ValueError(f"@base_urls backend `{self.backend}` cannot spread requests over replicas | fix: use backend vllm or openai")
+        if self.server.replicas > 1 and not BACKENDS.get(self.backend).meta.get("managed"):
+            raise ValueError(f"@server.replicas backend `{self.backend}` starts no server | fix: use backend vllm, or list running replicas in base_urls")
         for field, fix in BACKENDS.get(self.backend).meta.get("requires", {}).items():
-            if getattr(self, field) is None:
+            if getattr(self, field) is None and not (field == "base_url" and self.base_urls):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
 
     @property
     def managed(self) -> bool:
         """True when the testbed must start the server for this agent: a managed backend with no `base_url`."""
-        return bool(BACKENDS.get(self.backend).meta.get("managed")) and self.base_url is None
+        return bool(BACKENDS.get(self.backend).meta.get("managed")) and self.base_url is None and self.base_urls is None
+
+    @property
+    def urls(self) -> list[str]:
+        """The running servers the agent names: its `base_urls`, or its one `base_url` (none when managed)."""
+        return list(self.base_urls or ([self.base_url] if self.base_url else []))

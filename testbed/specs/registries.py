@@ -52,18 +52,20 @@ BACKENDS = Registry("backend")
 `capabilities` what the backend can do unless the spec declares otherwise; `declarable` the
 capabilities an agent spec's `capabilities:` block may set (the rest are fixed); `requires`
 field → the fix shown when the spec lacks it; `managed` True when, without `base_url`, the
-testbed starts the server itself.
+testbed starts the server itself; `replicas` True when requests can be spread over several servers of
+one model (`base_urls`, `server.replicas`).
 """
 
 BACKENDS.register(
     "vllm", "testbed.backends.factory:build_openai_compatible",
     capabilities={"continue_user_turn": True, "structured_output": True}, declarable=(), requires={}, managed=True,
+    replicas=True,
 )
 BACKENDS.register(
     "openai", "testbed.backends.factory:build_openai_compatible",
     capabilities={"continue_user_turn": False, "structured_output": False},
     declarable=("continue_user_turn", "structured_output"),
-    requires={"base_url": "add base_url: http://HOST:PORT/v1"}, managed=False,
+    requires={"base_url": "add base_url: http://HOST:PORT/v1"}, managed=False, replicas=True,
 )
 BACKENDS.register(
     "litellm", "testbed.backends.factory:build_litellm",
