@@ -77,6 +77,11 @@ async def _model_path(spec: AgentSpec) -> str:
         raise BackendUnavailable(f"agent {spec.name}: {exc}") from None
 
 
+def _server_key(spec: AgentSpec) -> tuple:
+    """Agents with the same managed model and server settings share the pool's servers."""
+    return (spec.model, spec.server.model_dump_json())
+
+
 class BackendPool:
     """Owns the backends of a run and the vLLM servers started for them.
 
@@ -85,7 +90,7 @@ class BackendPool:
     """
 
     def __init__(self) -> None:
-        self._servers: dict[tuple, object] = {}
+        self._servers: dict[tuple, list] = {}
         self._backends: list[Backend] = []
 
     async def backend_for(self, spec: AgentSpec) -> Backend:
@@ -95,37 +100,44 @@ class BackendPool:
         await backend.start()
         return backend
 
-    async def managed_url(self, spec: AgentSpec) -> str:
-        """The URL of the vLLM server this pool runs for the agent's model and server settings, started once."""
-        from testbed.backends.vllm_server import VLLMServer
-
-        key = (spec.model, spec.server.model_dump_json())
+    async def managed_urls(self, spec: AgentSpec) -> list[str]:
+        """The URLs of the vLLM servers this pool runs for the agent's model and server settings (`server.replicas`
+        of them, started together, once)."""
+        key = _server_key(spec)
         if key not in self._servers:
             path = await _model_path(spec)
-            server = VLLMServer(
-                model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
-                dtype=spec.server.dtype, port=spec.server.port, extra_args=spec.server.extra_args,
-                startup_timeout_s=spec.server.startup_timeout_s,
-            )
-            self._servers[key] = server
-            await asyncio.to_thread(server.start)
-        return self._servers[key].base_url
+            servers = [self._server(spec, path, index) for index in range(spec.server.replicas)]
+            self._servers[key] = servers
+            await asyncio.gather(*(asyncio.to_thread(server.start) for server in servers))
+        return [server.base_url for server in self._servers[key]]
 
-    def diagnosis(self, spec: AgentSpec) -> Callable[[], str | None]:
-        """What to tell the user when the server this pool runs for the agent stops answering."""
-        key = (spec.model, spec.server.model_dump_json())
-        return lambda: self._servers[key].diagnosis() if key in self._servers else None
+    @staticmethod
+    def _server(spec: AgentSpec, path: str, index: int):
+        """Replica `index` of the agent's managed server (its own port)."""
+        from testbed.backends.vllm_server import VLLMServer
+
+        port = spec.server.port + index if spec.server.port is not None else None
+        return VLLMServer(
+            model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
+            dtype=spec.server.dtype, port=port, extra_args=spec.server.extra_args,
+            startup_timeout_s=spec.server.startup_timeout_s,
+        )
+
+    def diagnosis(self, spec: AgentSpec, index: int = 0) -> Callable[[], str | None]:
+        """What to tell the user when replica `index` of the server this pool runs for the agent stops answering."""
+        key = _server_key(spec)
+        return lambda: self._servers[key][index].diagnosis() if key in self._servers else None
 
     @property
     def servers(self) -> Iterable[object]:
         """The servers this pool started."""
-        return self._servers.values()
+        return [server for replicas in self._servers.values() for server in replicas]
 
     async def close(self) -> None:
         """Close every backend and stop every server this pool started."""
         for backend in self._backends:
             await backend.close()
-        for server in self._servers.values():
+        for server in self.servers:
             await asyncio.to_thread(server.stop)
         self._servers.clear()
 
@@ -137,12 +149,24 @@ class BackendPool:
 
 
 async def build_openai_compatible(spec: AgentSpec, pool: BackendPool) -> Backend:
-    """vLLM or any OpenAI-compatible server: the spec's `base_url`, or a server the pool starts."""
-    base_url = spec.base_url or await pool.managed_url(spec)
+    """vLLM or any OpenAI-compatible server: the spec's `base_url`, or a server the pool starts; several
+    (`base_urls`, `server.replicas`) make a replica set routing to the least loaded."""
+    managed = not spec.urls
+    urls = await pool.managed_urls(spec) if managed else spec.urls
+    if len(urls) == 1:
+        return _http_backend(spec, urls[0], spec.max_retries, pool.diagnosis(spec) if managed else None)
+    from testbed.backends.replicas import Replica, ReplicaSet
+
+    replicas = [Replica(_http_backend(spec, url, 0, pool.diagnosis(spec, k) if managed else None), url) for k, url in enumerate(urls)]
+    return ReplicaSet(spec.name, served_model_name(spec), capabilities_of(spec), replicas, max_retries=spec.max_retries)
+
+
+def _http_backend(spec: AgentSpec, url: str, max_retries: int, diagnose) -> OpenAICompatibleBackend:
+    """One server's backend; a replica's retries are the set's (sent elsewhere), so it makes none of its own."""
     return OpenAICompatibleBackend(
-        base_url=base_url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
+        base_url=url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
         capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-        max_retries=spec.max_retries, diagnose=None if spec.base_url else pool.diagnosis(spec),
+        max_retries=max_retries, diagnose=diagnose,
     )
 
 
