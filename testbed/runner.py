@@ -28,6 +28,7 @@ from testbed.specs.loader import ResolvedScenario
 from testbed.specs.registries import KINDS
 from testbed.store import EpisodeOutcome, Store
 from testbed.store.lease import HEARTBEAT_S
+from testbed.store.replica_counts import add_replica_counts
 from testbed.store.sqlite_store import StoreError
 
 
@@ -115,7 +116,9 @@ async def run_scenario(
                 if not backends:
                     chosen.update(await _backends_from_specs(scenario, pool, managed=True))
                 async with timed(store, run_id), wire_recorder(wire) as recorder:
-                    await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
+                    with replica_ledger(store, run_id) as watch:
+                        watch(chosen.values())
+                        await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
         return state.finish(store, total, todo)
 
 
@@ -163,6 +166,21 @@ async def timed(store: Store, run_id: str):
         yield
     finally:
         store.add_run_cost(run_id, time.perf_counter() - started, time.process_time() - cpu)
+
+
+@contextlib.contextmanager
+def replica_ledger(store: Store, run_id: str):
+    """Yield `watch(backends)`; on leaving, however the block ends, add what each watched replica set's replicas
+    served and handed on to the run's counts (shown by `testbed report`)."""
+    watched: dict[int, Any] = {}
+
+    def watch(backends) -> None:
+        watched.update({id(b): b for b in backends if hasattr(b, "counts")})
+
+    try:
+        yield watch
+    finally:
+        add_replica_counts(store, run_id, [count for backend in watched.values() for count in backend.counts()])
 
 
 def pending_units(store: Store, run_id: str, planned: list[tuple[Any, list[EpisodeVariant]]]) -> list[tuple[Any, list[EpisodeVariant]]]:

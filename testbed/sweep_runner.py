@@ -17,7 +17,7 @@ from rich.console import Console
 from testbed.backends.base import Backend
 from testbed.backends.factory import BackendPool
 from testbed.provenance import git_revision, package_versions
-from testbed.runner import RunSummary, execute_units, leased_run, pending_units, plan, preflight, timed
+from testbed.runner import RunSummary, execute_units, leased_run, pending_units, plan, preflight, replica_ledger, timed
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.sweep import ResolvedSweep
 from testbed.store import Store
@@ -105,12 +105,18 @@ async def run_sweep(
         todo = sum(len(vs) for _, pending in work for _, vs in pending)
         if todo:
             async with AgentServers(console if show_progress else None) as servers, timed(store, run_id):
-                for k, (cell, pending) in enumerate(work):
-                    if backends:
-                        chosen = {"assistant": backends[cell.assistant.spec.name], "user": backends[cell.user.spec.name]}
-                    else:
-                        chosen = await servers.backends_for(cell, [c for c, _ in work[k + 1:]])
-                    title = f"{sweep.spec.name} [{k + 1}/{len(work)}] {cell.assistant.spec.name} × {cell.spec.dataset}"
-                    await execute_units(cell, store, run_id, pending, sum(len(vs) for _, vs in pending), chosen, console,
-                                        show_progress, title=title)
+                with replica_ledger(store, run_id) as watch:
+                    await _run_cells(work, store, run_id, sweep.spec.name, backends, servers, watch, console, show_progress)
         return state.finish(store, total, todo)
+
+
+async def _run_cells(work, store, run_id, name, backends, servers, watch, console, show_progress) -> None:
+    """Each cell's pending units, in order, on the backends its agents name."""
+    for k, (cell, pending) in enumerate(work):
+        if backends:
+            chosen = {"assistant": backends[cell.assistant.spec.name], "user": backends[cell.user.spec.name]}
+        else:
+            chosen = await servers.backends_for(cell, [c for c, _ in work[k + 1:]])
+        watch(chosen.values())
+        title = f"{name} [{k + 1}/{len(work)}] {cell.assistant.spec.name} × {cell.spec.dataset}"
+        await execute_units(cell, store, run_id, pending, sum(len(vs) for _, vs in pending), chosen, console, show_progress, title=title)

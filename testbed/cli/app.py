@@ -149,10 +149,26 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
             console.print(table)
         for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
             print_table(db, meta["run_id"], who)
+        print_replica_counts(db, meta["run_id"])
         for reason, n in db.error_reasons(meta["run_id"]):
             say((f"{n} episode(s) failed:", "red"), " ", reason)
     else:
         sys.stdout.write(render(frame, fmt) + "\n")
+
+
+def print_replica_counts(db, run_id: str) -> None:
+    """Requests per replica (served, handed on to another), when the run spread an agent over several servers."""
+    from testbed.store.replica_counts import replica_counts
+
+    counts = replica_counts(db, run_id)
+    if not counts:
+        return
+    table = Table(title="replicas: requests served, and handed on after a failure")
+    for col in ("agent", "replica", "served", "retried", "state"):
+        table.add_column(col)
+    for c in counts:
+        table.add_row(c.agent, c.url, str(c.served), str(c.retried), f"taken out: {c.out_reason}" if c.out_reason else "live")
+    console.print(table)
 
 
 def print_perturbation_effects(db, run_id: str, who) -> None:

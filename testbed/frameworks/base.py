@@ -84,4 +84,8 @@ def check_framework(name: str, scenario) -> None:
         if backends is not None and agent.spec.backend not in backends:
             raise SpecError(agent.path, "backend", f"framework {name} talks to OpenAI-compatible servers; agent {agent.spec.name} "
                             f"uses backend `{agent.spec.backend}`", f"use one of: {', '.join(backends)}")
+        if name != "native" and (len(agent.spec.urls) > 1 or agent.spec.server.replicas > 1):
+            raise SpecError(agent.path, "base_urls" if agent.spec.base_urls else "server.replicas",
+                            f"framework {name}'s model client sends to one base URL; agent {agent.spec.name} has several replicas",
+                            "use --framework native, or put one load balancer's URL in base_url")
     require_installed(name)

@@ -132,6 +132,15 @@ CREATE TABLE IF NOT EXISTS wire_requests (
     sent_at REAL NOT NULL,
     PRIMARY KEY (run_id, episode_id, seq)
 );
+CREATE TABLE IF NOT EXISTS replica_requests (
+    run_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    url TEXT NOT NULL,
+    served INTEGER NOT NULL DEFAULT 0,
+    retried INTEGER NOT NULL DEFAULT 0,
+    out_reason TEXT,
+    PRIMARY KEY (run_id, agent, url)
+);
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
 """
