@@ -120,7 +120,8 @@ class BackendPool:
         return VLLMServer(
             model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
             dtype=spec.server.dtype, port=port, extra_args=spec.server.extra_args,
-            startup_timeout_s=spec.server.startup_timeout_s,
+            startup_timeout_s=spec.server.startup_timeout_s, tensor_parallel_size=spec.server.tensor_parallel_size,
+            data_parallel_size=spec.server.data_parallel_size, gpu_memory_utilization=spec.server.gpu_memory_utilization,
         )
 
     def diagnosis(self, spec: AgentSpec, index: int = 0) -> Callable[[], str | None]:

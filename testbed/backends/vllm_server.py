@@ -61,7 +61,13 @@ def _die_with_parent() -> None:
 
 @dataclass
 class VLLMServer:
-    """A vLLM OpenAI server process the testbed owns for the length of a run."""
+    """A vLLM OpenAI server process the testbed owns for the length of a run.
+
+    The scale options (`tensor_parallel_size`, `data_parallel_size`, `gpu_memory_utilization`) become
+    flags only when they differ from vLLM's defaults, so a CPU command line never changes. For several
+    managed replicas on one GPU machine, the replica code gives each server its own devices through
+    `visible_devices` (set as CUDA_VISIBLE_DEVICES, `gpus` of them each); `env` adds any other variables.
+    """
 
     model_path: str
     served_name: str
@@ -70,8 +76,25 @@ class VLLMServer:
     port: int | None = None
     extra_args: list[str] = field(default_factory=list)
     startup_timeout_s: float = 600.0
+    tensor_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None
+    visible_devices: list[int | str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.visible_devices is not None and len(self.visible_devices) < self.gpus:
+            raise ValueError(
+                f"a server with tensor parallel {self.tensor_parallel_size} x data parallel {self.data_parallel_size} "
+                f"needs {self.gpus} GPUs, but visible_devices names {len(self.visible_devices)}"
+            )
+
+    @property
+    def gpus(self) -> int:
+        """GPUs this server occupies: tensor × data parallel (pipeline stages passed in `extra_args` add to it)."""
+        return self.tensor_parallel_size * self.data_parallel_size
 
     @property
     def base_url(self) -> str:
@@ -88,11 +111,28 @@ class VLLMServer:
             "--dtype", dtype, "--max-model-len", str(self.max_model_len),
             "--host", "127.0.0.1", "--port", str(self.port),
         ]
+        if self.tensor_parallel_size != 1:
+            cmd += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        if self.data_parallel_size != 1:
+            cmd += ["--data-parallel-size", str(self.data_parallel_size)]
+        if self.gpu_memory_utilization is not None:
+            cmd += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         if flavour == "cpu":
             cmd.append("--enforce-eager")
             if not any("chunked-prefill" in arg for arg in self.extra_args):
                 cmd.append(NO_CHUNKED_PREFILL)
         return cmd + list(self.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: ours, kept offline and quiet, CPU settings on the CPU build, then `env`,
+        then CUDA_VISIBLE_DEVICES from `visible_devices`, which wins so each replica sees only its own GPUs."""
+        env = {**os.environ, **QUIET_ENV}
+        if vllm_flavour() == "cpu":
+            env = {**CPU_ENV, **env}
+        env.update(self.env)
+        if self.visible_devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in self.visible_devices)
+        return env
 
     def start(self) -> None:
         """Launch the server and block until /health answers, or raise with the log's tail."""
@@ -102,12 +142,9 @@ class VLLMServer:
         logs = cache_root() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"vllm-{self.served_name}-{self.port}.log"
-        env = {**os.environ, **QUIET_ENV}
-        if vllm_flavour() == "cpu":
-            env = {**CPU_ENV, **env}
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), preexec_fn=_die_with_parent
             )
         self._wait_healthy()
 

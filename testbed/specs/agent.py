@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from testbed.specs.registries import BACKENDS, registered
 
@@ -27,16 +27,94 @@ class SamplingSpec(Strict):
 
 
 class ServerSpec(Strict):
-    """How the testbed starts a managed vLLM server (ignored when `base_url` points at a running one)."""
+    """How the testbed starts a managed vLLM server (ignored when `base_url` points at a running one).
+
+    The scale options map onto `vllm serve` flags and are passed only when they differ from vLLM's
+    defaults, so a CPU run's command line is the same as without them.
+    """
 
     max_model_len: int = Field(2048, ge=128)
+    """Longest prompt plus completion, in tokens (`--max-model-len`); bounds the KV cache each sequence reserves."""
     dtype: str | None = None
+    """Weights and activations dtype (`--dtype`): one of auto, half, float16, bfloat16, float, float32.
+    Unset means float32 on the CPU build (its only reliable choice) and auto on GPUs."""
     port: int | None = Field(None, ge=1, le=65535)
+    """Port of the server on 127.0.0.1; unset picks a free one, which is what several replicas need."""
     extra_args: list[str] = Field(default_factory=list)
+    """Further `vllm serve` flags, appended as given (e.g. `--enable-prefix-caching`, `--pipeline-parallel-size 2`).
+    A flag that a field of this spec sets is refused, so one setting never has two sources."""
     startup_timeout_s: float = Field(600.0, gt=0)
+    """Seconds to wait for the server's /health before giving up with its log; large models load slowly."""
     replicas: int = Field(1, ge=1, le=64)
     """How many copies of the server the testbed starts, each on its own port (on a GPU machine, one per GPU);
     requests go to the one with the fewest in flight, and one that stops answering is taken out."""
+    tensor_parallel_size: int = 1
+    """GPUs one copy of the model is split across (`--tensor-parallel-size`): for a model too large for one
+    GPU, or to cut per-token latency. 1 (vLLM's default) emits no flag."""
+    data_parallel_size: int = 1
+    """Engine copies inside one vLLM server (`--data-parallel-size`), balanced by vLLM behind one port.
+    Each copy takes `tensor_parallel_size` GPUs. 1 (vLLM's default) emits no flag."""
+    gpu_memory_utilization: float | None = None
+    """Share of each GPU's memory vLLM may take for weights and KV cache (`--gpu-memory-utilization`), in (0, 1].
+    Lower it to share a GPU with another process; unset keeps vLLM's default."""
+
+    @field_validator("tensor_parallel_size", "data_parallel_size")
+    @classmethod
+    def _parallel(cls, value: int, info) -> int:
+        if value < 1:
+            raise ValueError(f"{value} is not a number of GPUs | fix: give a whole number of at least 1 (1 = no {info.field_name.split('_')[0]} parallelism)")
+        return value
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _memory_share(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value <= 1:
+            raise ValueError(f"{value} is not a share of GPU memory | fix: give a fraction above 0 and at most 1, e.g. 0.9, or drop it for vLLM's default")
+        return value
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, value: str | None) -> str | None:
+        accepted = ("auto", "half", "float16", "bfloat16", "float", "float32")
+        if value is not None and value not in accepted:
+            raise ValueError(f"{value!r} is not a dtype vLLM accepts | fix: use one of {', '.join(accepted)}, or drop dtype (float32 on CPU, auto on GPU)")
+        return value
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_duplicate_flags(cls, value: list[str]) -> list[str]:
+        owners = {
+            "--tensor-parallel-size": "server.tensor_parallel_size", "-tp": "server.tensor_parallel_size",
+            "--data-parallel-size": "server.data_parallel_size", "-dp": "server.data_parallel_size",
+            "--gpu-memory-utilization": "server.gpu_memory_utilization",
+            "--device-memory-utilization": "server.gpu_memory_utilization",
+            "--max-model-len": "server.max_model_len", "--dtype": "server.dtype", "--port": "server.port",
+        }
+        for arg in value:
+            flag = arg.split("=", 1)[0]
+            if flag.startswith("--"):
+                flag = "--" + flag[2:].replace("_", "-")
+            if flag in owners:
+                raise ValueError(f"{arg!r} duplicates the field {owners[flag]} | fix: drop it from extra_args and set {owners[flag]} instead")
+            if flag in ("--model", "--served-model-name"):
+                raise ValueError(f"{arg!r} names the model, which the testbed passes itself | fix: drop it from extra_args and set the agent's `model`")
+            if flag == "--host":
+                raise ValueError(f"{arg!r}: a managed server listens on 127.0.0.1 only | fix: drop it; to serve on another address, start vLLM yourself and set base_url")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """Scale options at their defaults are left out, so the ids of runs made before these options existed stay."""
+        out = handler(self)
+        for name in ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization"):
+            if getattr(self, name) == type(self).model_fields[name].default:
+                out.pop(name, None)
+        return out
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one managed server uses (tensor × data parallel): how many devices the replica code gives each copy."""
+        return self.tensor_parallel_size * self.data_parallel_size
 
 
 class CapabilitiesSpec(Strict):
