@@ -11,10 +11,10 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import episodes_frame, normalise
+from testbed.analysis.frames import episodes_frame, judge_labels, normalise
 from testbed.analysis.stats import wilson_interval
 from testbed.store import Store
-from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.store.labels import JudgeIdentity
 
 PAIR = ["item_id", "dataset", "user_model", "assistant_model", "user_mode", "temperature", "sample_index"]
 """What a perturbed episode shares with its unperturbed twin: it saw the same answer, perturbed."""
@@ -25,7 +25,7 @@ def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity | None)
     frame = episodes_frame(store, run_id)
     frame = frame[frame.status == "done"]
     if judge is not None:
-        labels = labels_frame(store, run_id, judge)
+        labels = judge_labels(store, run_id, judge)
         labels = labels[labels.status == "scored"][["episode_id", "turn_index", "followup"]]
         frame = frame.merge(labels, left_on=["episode_id", "user_turn_index"], right_on=["episode_id", "turn_index"], how="left")
     else:

@@ -6,12 +6,12 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import CONDITIONS, episodes_frame
+from testbed.analysis.frames import CONDITIONS, episodes_frame, judge_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.specs.registries import KINDS
 from testbed.store import Store
-from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.store.labels import JudgeIdentity
 
 GROUP = CONDITIONS
 
@@ -103,7 +103,7 @@ def probe_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | No
     """
     frame = episodes_frame(store, run_id)
     if judge is not None:
-        labels = labels_frame(store, run_id, judge).rename(columns={
+        labels = judge_labels(store, run_id, judge).rename(columns={
             "turn_index": "user_turn_index", "status": "judge_status", "label": "judge_label", "followup": "judge_followup"})
         frame = frame.merge(labels[["episode_id", "user_turn_index", "judge_status", "judge_label", "judge_followup"]],
                             on=["episode_id", "user_turn_index"], how="left")

@@ -128,6 +128,7 @@ def _report_judge(db, run_id: str, selector: str | None):
 
 
 def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_with: Path | None = None) -> None:
+    from testbed.analysis.frames import shared_reads
     from testbed.analysis.render import as_rich_tables, render
     from testbed.analysis.report import report_frame
     from testbed.specs.registries import KINDS
@@ -140,20 +141,21 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
     rates = _error_rates(correct_with) if correct_with is not None else None
     if rates is not None and who is None:
         fail(f"--correct-with needs judge labels on run {meta['run_id']}: run `testbed judge` first, or name one with --judge")
-    frame = report_frame(db, meta["run_id"], who, rates)
-    if fmt == "table":
-        labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
-        if rates is not None:
-            labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
-        for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
-            console.print(table)
-        for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
-            print_table(db, meta["run_id"], who)
-        print_replica_counts(db, meta["run_id"])
-        for reason, n in db.error_reasons(meta["run_id"]):
-            say((f"{n} episode(s) failed:", "red"), " ", reason)
-    else:
-        sys.stdout.write(render(frame, fmt) + "\n")
+    with shared_reads():
+        frame = report_frame(db, meta["run_id"], who, rates)
+        if fmt == "table":
+            labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
+            if rates is not None:
+                labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
+            for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
+                console.print(table)
+            for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
+                print_table(db, meta["run_id"], who)
+            print_replica_counts(db, meta["run_id"])
+            for reason, n in db.error_reasons(meta["run_id"]):
+                say((f"{n} episode(s) failed:", "red"), " ", reason)
+        else:
+            sys.stdout.write(render(frame, fmt) + "\n")
 
 
 def print_replica_counts(db, run_id: str) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from rich.console import Console
 
 from testbed.judges.base import Judge, make_judge
 from testbed.judges.specs import ResolvedJudge
-from testbed.judges.turns import StoredTurn, label_row, user_turns
+from testbed.judges.turns import StoredTurn, label_row, stored_turns
 from testbed.judges.verdict import Verdict
 from testbed.progress import EpisodeProgress
 from testbed.store import Store
@@ -31,14 +34,25 @@ def identity_of(judge: ResolvedJudge) -> JudgeIdentity:
     return make_judge(judge).identity
 
 
+JUDGE_CHUNK = 2000
+"""Turns read from the store and handed to the judge at a time: a run of any size is judged in bounded memory."""
+
+
 async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console: Console | None = None,
-                    show_progress: bool = True, backend=None) -> JudgeSummary:
-    """Label the run's user turns that this judge has not scored yet; earlier labels stay."""
+                    show_progress: bool = True, backend=None, chunk: int = JUDGE_CHUNK) -> JudgeSummary:
+    """Label the run's user turns that this judge has not scored yet; earlier labels stay.
+
+    Turns are read and judged `chunk` at a time, and verdicts written every `commit_every`, so
+    memory stays flat however large the run, and a judge that is stopped keeps what it wrote: the
+    same call again judges only the rest. A model judge's backend is started once for the whole run.
+    """
     labeller = make_judge(judge, backend)
     who = labeller.identity
-    turns = user_turns(store, run_id)
     done = judged_turns(store, run_id, who, scored_only=True)
-    todo = [t for t in turns if (t.episode_id, t.turn_index) not in done]
+    total = todo = 0
+    for key in store.turn_keys(run_id):
+        total += 1
+        todo += tuple(key) not in done
     counts = {"scored": 0, "unscored": 0}
 
     def save(batch: list[tuple[StoredTurn, Verdict, int]]) -> None:
@@ -46,10 +60,32 @@ async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console:
         for _, v, _ in batch:
             counts["scored" if v.scored else "unscored"] += 1
 
-    with EpisodeProgress(f"judge {who}", len(todo), console=console, enabled=show_progress, error_label="unscored") as progress:
+    with EpisodeProgress(f"judge {who}", todo, console=console, enabled=show_progress, error_label="unscored") as progress:
         if todo:
-            await _judge_in_batches(labeller, todo, save, progress)
-    return JudgeSummary(who, len(turns), len(turns) - len(todo), counts["scored"], counts["unscored"])
+            async with _bound(judge, labeller, backend) as bound:
+                for turns in _chunks(stored_turns(store, run_id), chunk):
+                    pending = [t for t in turns if (t.episode_id, t.turn_index) not in done]
+                    if pending:
+                        await _judge_in_batches(bound, pending, save, progress)
+    return JudgeSummary(who, total, total - todo, counts["scored"], counts["unscored"])
+
+
+@contextlib.asynccontextmanager
+async def _bound(judge: ResolvedJudge, labeller: Judge, backend):
+    """The judge bound to a started model for the whole run: a model judge given no backend gets its
+    agent's, started here once (not once per chunk); any other judge is used as built."""
+    if backend is not None or judge.agent is None:
+        yield labeller
+        return
+    from testbed.backends.factory import BackendPool
+
+    async with BackendPool() as pool:
+        yield make_judge(judge, await pool.backend_for(judge.agent.spec))
+
+
+def _chunks(items: Iterator[StoredTurn], size: int) -> Iterator[list[StoredTurn]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
 
 
 async def _judge_in_batches(labeller: Judge, todo: list[StoredTurn], save, progress) -> None:

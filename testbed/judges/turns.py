@@ -7,6 +7,7 @@ turn in the shape a judge reads, and a judge's verdict in the shape the store wr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from testbed.judges.verdict import JudgeInput, Verdict
@@ -29,8 +30,13 @@ def user_turns(store: Store, run_id: str) -> list[StoredTurn]:
     The context is the episode's first user message (the request) and the latest assistant
     message before the turn, as shown to the simulated user.
     """
-    return [StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn))
-            for t in store.turns(run_id)]
+    return list(stored_turns(store, run_id))
+
+
+def stored_turns(store: Store, run_id: str) -> Iterator[StoredTurn]:
+    """`user_turns` one at a time, read from the store in batches: for walking a run of any size."""
+    for t in store.iter_turns(run_id):
+        yield StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn))
 
 
 def label_row(episode_id: str, turn_index: int, verdict: Verdict, attempts: int = 1) -> LabelRow:

@@ -20,7 +20,6 @@ from testbed.store.labels import latest_labels_frame, resolve_identity
 from testbed.store.reader import EPISODE_ORDER
 from testbed.store.records import CONDITIONS, JudgeIdentity
 from testbed.store.sqlite_store import Store
-from testbed.transcript import generated_user_turns
 
 TURN_COLUMNS = ["episode_id", "turn_index", "question", "answer", "user_turn"]
 """The columns of a generated user turn with its context (the fields of `TurnRecord`)."""
@@ -56,11 +55,32 @@ def messages_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFrame:
     """
     frame = pd.read_sql_query("SELECT * FROM messages WHERE run_id=? ORDER BY episode_id, turn_index", store.conn,
                               params=(run_id_of(store, run, exact),))
-    generated = {(eid, m.turn_index) for eid, g in frame.groupby("episode_id", sort=False)
-                 for m in generated_user_turns(g.itertuples(index=False))}
-    frame["generated_user_turn"] = pd.Series([(e, t) in generated for e, t in zip(frame.episode_id, frame.turn_index)],
-                                             index=frame.index, dtype=bool)
+    first_answer = frame.turn_index.where(frame.role == "assistant").groupby(frame.episode_id).transform("min")
+    frame["generated_user_turn"] = ((frame.role == "user") & (frame.turn_index > first_answer)).astype(bool)
     return frame
+
+
+def episode_ends_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFrame:
+    """One row per episode with messages: its request and its final user turn, aggregated in SQL.
+
+    Columns: episode_id; `question`, the first user message; `user_turn`, `user_turn_tokens` and
+    `user_turn_index`, the last user message when it comes after the last assistant message (so a
+    generated user turn, `testbed.transcript.generated_user_turns`), else NULL. What a probe report
+    needs of each transcript, without reading every message of a large run into memory.
+    """
+    run_id = run_id_of(store, run, exact)
+    return pd.read_sql_query(_EPISODE_ENDS, store.conn, params=(run_id, run_id, run_id))
+
+
+_EPISODE_ENDS = """SELECT s.episode_id, q.content AS question, u.content AS user_turn,
+       u.completion_tokens AS user_turn_tokens, u.turn_index AS user_turn_index
+FROM (SELECT episode_id, MIN(CASE WHEN role='user' THEN turn_index END) AS first_user,
+             MAX(CASE WHEN role='user' THEN turn_index END) AS last_user,
+             MAX(CASE WHEN role='assistant' THEN turn_index END) AS last_answer
+      FROM messages WHERE run_id=? GROUP BY episode_id) s
+LEFT JOIN messages q ON q.run_id=? AND q.episode_id=s.episode_id AND q.turn_index=s.first_user
+LEFT JOIN messages u ON u.run_id=? AND u.episode_id=s.episode_id AND u.turn_index=s.last_user AND s.last_user > s.last_answer
+ORDER BY s.episode_id"""
 
 
 def labels_df(store: Store, run: str, judge: JudgeIdentity | str | None = None, *, exact: bool = False) -> pd.DataFrame:

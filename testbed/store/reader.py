@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from itertools import groupby
 from pathlib import Path
@@ -26,6 +26,18 @@ EPISODE_STATUSES = ("done", "error")
 EPISODE_ORDER = "status, rowid"
 """Finished episodes first, then errored ones, each in the order written: the order reports have
 always read episodes in (the `episodes_by_run` index), so their tables keep their row order."""
+
+
+TURN_BATCH = 2000
+"""Episodes `iter_turns` reads per query: large enough that query overhead vanishes, small enough to stay light."""
+
+_TURN_KEYS = """SELECT m.episode_id, m.turn_index FROM messages m
+    JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
+    JOIN (SELECT episode_id, MIN(turn_index) AS first_answer FROM messages
+          WHERE run_id=? AND role='assistant' GROUP BY episode_id) a ON a.episode_id = m.episode_id
+    WHERE m.run_id=? AND e.status='done' AND m.role='user' AND m.turn_index > a.first_answer
+    ORDER BY m.episode_id, m.turn_index"""
+"""The generated user turns of finished episodes (`generated_user_turns`: user messages after the first answer)."""
 
 
 class StoreError(RuntimeError):
@@ -204,15 +216,46 @@ class StoreReader:
 
         These are the turns judges label and reports count. `include_errored` adds the turns an
         errored episode wrote before it failed, for looking at them; they are never judged.
+        A whole run at once: code that walks a large run reads `iter_turns` instead.
         """
-        status = "" if include_errored else "AND e.status='done'"
+        return list(self.iter_turns(run_id, include_errored=include_errored))
+
+    def iter_turns(self, run_id: str, *, include_errored: bool = False, batch: int = TURN_BATCH) -> Iterator[TurnRecord]:
+        """`turns`, read `batch` episodes at a time, so a run of any size is walked in bounded memory.
+
+        Each batch is its own query, so a caller may write (labels) between batches.
+        """
+        status = "" if include_errored else "AND status='done'"
+        after: str | None = None
+        while True:
+            ids = self._episode_ids_after(run_id, status, after, batch)
+            if not ids:
+                return
+            rows = self.conn.execute(
+                f"""SELECT m.episode_id, m.turn_index, m.role, m.content FROM messages m
+                    JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
+                    WHERE m.run_id=? AND m.episode_id BETWEEN ? AND ? {status.replace("status", "e.status")}
+                      AND m.role != 'system' ORDER BY m.episode_id, m.turn_index""",
+                (run_id, ids[0], ids[-1]),
+            ).fetchall()
+            for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
+                yield from episode_turns(eid, list(msgs))
+            after = ids[-1]
+
+    def _episode_ids_after(self, run_id: str, status: str, after: str | None, limit: int) -> list[str]:
+        """The next `limit` episode ids of the run in id order (of finished episodes, with `status`), after `after`."""
+        since, args = ("AND episode_id > ?", (after,)) if after is not None else ("", ())
         rows = self.conn.execute(
-            f"""SELECT m.episode_id, m.turn_index, m.role, m.content FROM messages m
-                JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
-                WHERE m.run_id=? {status} AND m.role != 'system' ORDER BY m.episode_id, m.turn_index""",
-            (run_id,),
-        )
-        return [t for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]) for t in episode_turns(eid, list(msgs))]
+            f"SELECT episode_id FROM episodes WHERE run_id=? {status} {since} "
+            "ORDER BY episode_id LIMIT ?", (run_id, *args, limit))
+        return [r[0] for r in rows]
+
+    def turn_keys(self, run_id: str) -> Iterator[tuple[str, int]]:
+        """(episode_id, turn_index) of every turn `turns` gives, in its order, without reading any text.
+
+        For counting and matching turns (what a judge has left to do) where the text is not needed.
+        """
+        return iter(self.conn.execute(_TURN_KEYS, (run_id, run_id)))
 
     def shared_answers(self, run_id: str) -> dict[str, SharedAnswer]:
         """Shared generations of a run by answer id, so a resumed run reuses them instead of regenerating."""
