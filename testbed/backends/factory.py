@@ -77,6 +77,25 @@ async def _model_path(spec: AgentSpec) -> str:
         raise BackendUnavailable(f"agent {spec.name}: {exc}") from None
 
 
+def replica_devices(spec: AgentSpec, index: int, visible: str | None = None) -> list[str] | None:
+    """The GPUs replica `index` of a managed server gets on a GPU build (its own `server.gpus` of them, in the order
+    CUDA_VISIBLE_DEVICES lists them, else 0, 1, ...); None for a single server or the CPU build, which keep the
+    environment's devices."""
+    from testbed.backends.vllm_server import vllm_flavour
+
+    if spec.server.replicas == 1 or vllm_flavour() != "gpu":
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    per = spec.server.gpus
+    devices = [d.strip() for d in visible.split(",") if d.strip()] if visible else [str(k) for k in range(per * spec.server.replicas)]
+    if len(devices) < per * spec.server.replicas:
+        raise BackendUnavailable(
+            f"agent {spec.name}: {spec.server.replicas} replicas of {per} GPU(s) each need {per * spec.server.replicas} GPUs, "
+            f"CUDA_VISIBLE_DEVICES lists {len(devices)}: lower server.replicas or make more GPUs visible"
+        )
+    return devices[index * per:(index + 1) * per]
+
+
 def _server_key(spec: AgentSpec) -> tuple:
     """Agents with the same managed model and server settings share the pool's servers."""
     return (spec.model, spec.server.model_dump_json())
@@ -117,7 +136,7 @@ class BackendPool:
         from testbed.backends.vllm_server import VLLMServer
 
         port = spec.server.port + index if spec.server.port is not None else None
-        return VLLMServer(
+        return VLLMServer(visible_devices=replica_devices(spec, index),
             model_path=path, served_name=served_model_name(spec), max_model_len=spec.server.max_model_len,
             dtype=spec.server.dtype, port=port, extra_args=spec.server.extra_args,
             startup_timeout_s=spec.server.startup_timeout_s, tensor_parallel_size=spec.server.tensor_parallel_size,

@@ -197,6 +197,14 @@ class AgentSpec(Strict):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """`base_urls` is left out when unset, so the ids of runs made before replicas existed stay."""
+        out = handler(self)
+        if self.base_urls is None:
+            out.pop("base_urls", None)
+        return out
+
     @property
     def managed(self) -> bool:
         """True when the testbed must start the server for this agent: a managed backend with no `base_url`."""

@@ -148,3 +148,17 @@ async def test_a_run_over_two_replicas_stores_and_reports_what_each_served(tmp_p
     assert len(rows) == 2
     numbers = [int(cell) for row in rows for cell in row.replace("│", " ").split() if cell.isdigit()]
     assert sum(numbers[0::2]) == served
+
+
+def test_each_managed_replica_on_a_gpu_build_gets_its_own_gpus(monkeypatch):
+    from testbed.backends import factory, vllm_server
+
+    spec = AgentSpec(name="g", backend="vllm", model="m", server={"replicas": 2, "tensor_parallel_size": 2})
+    monkeypatch.setattr(vllm_server, "vllm_flavour", lambda: "gpu")
+    assert [factory.replica_devices(spec, k, "") for k in (0, 1)] == [["0", "1"], ["2", "3"]]
+    assert [factory.replica_devices(spec, k, "4,5,6,7") for k in (0, 1)] == [["4", "5"], ["6", "7"]]
+    with pytest.raises(BackendUnavailable) as err:
+        factory.replica_devices(spec, 0, "0,1,2")
+    assert "need 4 GPUs" in err.value.reason and "lower server.replicas" in err.value.reason
+    monkeypatch.setattr(vllm_server, "vllm_flavour", lambda: "cpu")
+    assert factory.replica_devices(spec, 1, "0,1,2,3") is None
