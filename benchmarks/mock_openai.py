@@ -61,7 +61,7 @@ class MockOpenAI:
         await self.close()
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in self.model.split(",")]})
 
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--port-file")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--reply-words", type=int, default=8)
-    parser.add_argument("--model", default="mock")
+    parser.add_argument("--model", default="mock", help="the served model name; several, comma-separated, for several agents")
     asyncio.run(serve(parser.parse_args()))
 
 

@@ -1,22 +1,25 @@
-"""Does the testbed stay fast at study size? Plan, run, judge and report a probe of N episodes.
+"""Does the testbed stay fast at study size? Plan, run, judge and report N episodes on a mock server.
 
 A study of a dozen models × five datasets × five temperatures × three perturbations with several
-samples is hundreds of thousands of conversations. This builds one probe run of `--episodes`
-episodes (GSM8K items × 2 user modes × 4 perturbations × 5 temperatures × 2 samples) against the
-mock OpenAI server (`benchmarks/mock_openai.py`, no latency, so the testbed's own cost is what is
-measured), then times each phase in its own process, the way a researcher runs them:
+samples is hundreds of thousands of conversations. `--shape sweep` (the default) builds exactly
+that sweep: 12 agents (one mock model each) × GSM8K, IFEval, IFBench, GPQA-diamond, HealthBench ×
+2 user modes × 3 perturbations × 5 temperatures × items × samples, 1,800 report rows; `--shape
+probe` is one GSM8K probe (2 modes × 4 perturbations × 5 temperatures × 2 samples per item, 40
+rows). Items are as many as `--episodes` needs. The agents talk to the mock OpenAI server
+(`benchmarks/mock_openai.py`, no latency, so what is measured is the testbed's own cost), and each
+phase runs in its own process, the way a researcher runs them:
 
-- plan: loading the spec and building the episode plan (`testbed.runner.plan`);
+- plan: loading the spec and building the episode plan (`testbed.runner.plan`, per sweep cell);
 - run: `testbed run SPEC --no-judge --no-report`;
 - judge: `testbed judge RUN --judge local`;
-- report: `testbed report RUN` (the table).
+- report: `testbed report RUN` (the tables).
 
 Each phase's peak RSS is its process's own (`os.wait4`), so phases do not mask each other. Prints
 a table and one JSON line. Absolute times depend on the machine and on what else runs on it.
 
-    .venv/bin/python benchmarks/size.py                       # 2,000 episodes, a quick look
+    .venv/bin/python benchmarks/size.py                       # about 2,000 episodes, a quick look
     .venv/bin/python benchmarks/size.py --episodes 100000     # study size
-    .venv/bin/python benchmarks/size.py --episodes 100000 --store /tmp/size.sqlite --skip-run   # re-time judge and report
+    .venv/bin/python benchmarks/size.py --episodes 100000 --store /tmp/size.sqlite --skip-run   # re-time plan and report
 """
 
 from __future__ import annotations
@@ -36,19 +39,23 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+PROMPT = str(REPO / "scenarios" / "prompts" / "user-instructed.md")
 USER_MODES = ["raw", "instructed"]
-PERTURBATIONS = ["none", "truncation", "explicit_question", {"kind": "truncation", "fraction": 0.25}]
 TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0]
+PROBE_PERTURBATIONS = ["none", "truncation", "explicit_question", {"kind": "truncation", "fraction": 0.25}]
+SWEEP_PERTURBATIONS = ["none", "truncation", "explicit_question"]
+SWEEP_AGENTS = 12
+DATASET_ITEMS = {"gsm8k": 1319, "ifeval": 541, "ifbench": 300, "gpqa_diamond": 198, "healthbench": 500}
 SAMPLES = 2
-PER_ITEM = len(USER_MODES) * len(PERTURBATIONS) * len(TEMPERATURES) * SAMPLES
-GSM8K_ITEMS = 1319
 
 PLAN_SNIPPET = """
 import sys
 from testbed.runner import plan
+from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.specs.loader import load_scenario
-planned = plan(load_scenario(sys.argv[1]))
-print(sum(len(v) for _, v in planned))
+path = find_sweep(sys.argv[1])
+cells = load_sweep(path).cells if path is not None else [load_scenario(sys.argv[1])]
+print(sum(len(v) for c in cells for _, v in plan(c)))
 """
 
 
@@ -65,11 +72,16 @@ def timed(cmd: list[str], *, env: dict | None = None, stdout=subprocess.DEVNULL)
     return {"wall_s": round(wall, 2), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
 
 
-def start_mock(folder: Path, concurrency: int) -> tuple[subprocess.Popen, str]:
-    """The mock server in its own process, answering at once; its base URL."""
+def agent_names(shape: str) -> list[str]:
+    """The mock models the spec's agents name (each agent its own, as in a study of several models)."""
+    return ["mock"] if shape == "probe" else [f"mock-{i:02d}" for i in range(1, SWEEP_AGENTS + 1)]
+
+
+def start_mock(folder: Path, models: list[str]) -> tuple[subprocess.Popen, str]:
+    """The mock server in its own process, serving every model and answering at once; its base URL."""
     port_file = folder / "port.json"
     proc = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "mock_openai.py"), "--port-file", str(port_file),
-                             "--latency-ms", "0", "--reply-words", "12"], stdout=subprocess.DEVNULL)
+                             "--latency-ms", "0", "--reply-words", "12", "--model", ",".join(models)], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not port_file.is_file() or not port_file.read_text().strip():
         if time.monotonic() > deadline or proc.poll() is not None:
@@ -79,19 +91,27 @@ def start_mock(folder: Path, concurrency: int) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{json.loads(port_file.read_text())['port']}/v1"
 
 
-def write_spec(folder: Path, base_url: str, episodes: int, concurrency: int) -> Path:
-    """The probe spec and its agent, pointing at the mock server; as many items as `episodes` needs."""
-    items = math.ceil(episodes / PER_ITEM)
-    if items > GSM8K_ITEMS:
-        raise SystemExit(f"--episodes {episodes} needs {items} GSM8K items; the test split has {GSM8K_ITEMS} "
-                         f"(at most {GSM8K_ITEMS * PER_ITEM} episodes)")
-    agent = {"name": "mock", "backend": "vllm", "model": "mock", "base_url": base_url, "concurrency": concurrency,
-             "sampling": {"temperature": 0.0, "max_tokens": 32}}
-    (folder / "mock.yaml").write_text(yaml.safe_dump(agent))
-    spec = {"kind": "probe", "name": f"size-{episodes}", "dataset": "gsm8k", "items": {"limit": items},
-            "assistant": "mock.yaml", "user": "mock.yaml", "user_modes": USER_MODES,
-            "user_prompt_file": str(REPO / "scenarios" / "prompts" / "user-instructed.md"),
-            "temperatures": TEMPERATURES, "samples_per_temperature": SAMPLES, "perturbations": PERTURBATIONS, "max_tokens": 32}
+def write_spec(folder: Path, base_url: str, episodes: int, concurrency: int, shape: str) -> Path:
+    """The spec (a sweep or a probe) and its agents, pointing at the mock server; as many items as `episodes` needs."""
+    per_item = len(USER_MODES) * len(TEMPERATURES) * SAMPLES * (
+        len(PROBE_PERTURBATIONS) if shape == "probe" else len(SWEEP_PERTURBATIONS) * SWEEP_AGENTS * len(DATASET_ITEMS))
+    items = math.ceil(episodes / per_item)
+    most = DATASET_ITEMS["gsm8k"] if shape == "probe" else min(DATASET_ITEMS.values())
+    if items > most:
+        raise SystemExit(f"--episodes {episodes} needs {items} items per dataset; there are {most} (at most {most * per_item} episodes)")
+    names = agent_names(shape)
+    for name in names:
+        agent = {"name": name, "backend": "vllm", "model": name, "base_url": base_url, "concurrency": concurrency,
+                 "sampling": {"temperature": 0.0, "max_tokens": 32}}
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(agent))
+    common = {"items": {"limit": items}, "user_modes": USER_MODES, "user_prompt_file": PROMPT, "temperatures": TEMPERATURES,
+              "samples_per_temperature": SAMPLES, "max_tokens": 32}
+    if shape == "probe":
+        spec = {"kind": "probe", "name": f"size-{episodes}", "dataset": "gsm8k", "assistant": "mock.yaml", "user": "mock.yaml",
+                **common, "perturbations": PROBE_PERTURBATIONS}
+    else:
+        spec = {"kind": "sweep", "name": f"size-{episodes}", "agents": [f"{n}.yaml" for n in names], "user": "self",
+                "datasets": list(DATASET_ITEMS), **common, "perturbations": SWEEP_PERTURBATIONS}
     path = folder / "size.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
@@ -137,8 +157,9 @@ def store_counts(store: Path, run_id: str) -> dict:
 def main() -> None:
     """Parse arguments, time the four phases, print the table and one JSON line."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--episodes", type=int, default=2000)
+    p.add_argument("--episodes", type=int, default=2000, help="at least this many (whole items per dataset)")
     p.add_argument("-c", "--concurrency", type=int, default=256)
+    p.add_argument("--shape", choices=("sweep", "probe"), default="sweep", help="12 models × 5 datasets, or one GSM8K probe")
     p.add_argument("--store", type=Path, help="store path (default: a temporary folder, removed at the end)")
     p.add_argument("--skip-run", action="store_true", help="reuse the run already in --store; time plan, judge and report only")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
@@ -147,9 +168,9 @@ def main() -> None:
     store = args.store or folder / "store.sqlite"
     env = {**os.environ, "TESTBED_STORE": str(store)}
     testbed = str(BIN / "testbed")
-    mock, base_url = start_mock(folder, args.concurrency)
+    mock, base_url = start_mock(folder, agent_names(args.shape))
     try:
-        spec = write_spec(folder, base_url, args.episodes, args.concurrency)
+        spec = write_spec(folder, base_url, args.episodes, args.concurrency, args.shape)
         run_id = stored_run_id(store, f"size-{args.episodes}") if args.skip_run else run_id_of(spec)
         phases = {"plan": timed([sys.executable, "-c", PLAN_SNIPPET, str(spec)], env=env)}
         if not args.skip_run:
@@ -166,7 +187,7 @@ def main() -> None:
         print(f"{name:8} {r['wall_s']:>9.2f} {r['peak_rss_mib']:>13.1f}")
     print(f"run {run_id}: {counts['episodes']} episodes ({counts['errors']} errors), {counts['messages']} messages, "
           f"{counts['user_turns']} judged user turns, store {counts['store_mib']} MiB")
-    print(json.dumps({"episodes_requested": args.episodes, "run_id": run_id, "concurrency": args.concurrency, **counts,
+    print(json.dumps({"episodes_requested": args.episodes, "shape": args.shape, "run_id": run_id, "concurrency": args.concurrency, **counts,
                       **{f"{k}_{m}": v for k, r in phases.items() for m, v in r.items()}}))
     if args.keep:
         print(f"kept {folder}", file=sys.stderr)

@@ -8,12 +8,12 @@ import math
 import pandas as pd
 
 from testbed.analysis.drift import drift_summary, run_drift, survival_curve
-from testbed.analysis.frames import CONDITIONS
+from testbed.analysis.frames import CONDITIONS, judge_labels
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
-from testbed.store.frames import episodes_df, turns_df
+from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity
 
 GROUP = [c for c in CONDITIONS if c != "perturbation"]
@@ -26,14 +26,17 @@ def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:
 
 
 def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    """The finished episodes' generated user turns: whether each is blank, and the judge's verdict (None without one)."""
-    frame = turns_df(store, run_id, judge, exact=True)
-    frame = frame[frame.status == "done"]
-    turns = pd.DataFrame({"episode_id": frame.episode_id, "turn_index": frame.turn_index,
-                          "blank": [not text.strip() for text in frame.user_turn]})
+    """The finished episodes' generated user turns: whether each is blank, and the judge's verdict (None without one).
+
+    The turns are streamed from the store and only their keys and blankness kept, so a run of a
+    million turns is not held in memory as text.
+    """
+    turns = pd.DataFrame([(t.episode_id, t.turn_index, not t.user_turn.strip()) for t in store.iter_turns(run_id)],
+                         columns=["episode_id", "turn_index", "blank"]).astype({"turn_index": "int64", "blank": bool})
     if judge is None:
         return turns.assign(status=None, label=None, followup=None)
-    return turns.assign(status=frame.judge_status, label=frame.judge_label, followup=frame.judge_followup)
+    labels = judge_labels(store, run_id, judge)[["episode_id", "turn_index", "status", "label", "followup"]]
+    return turns.merge(labels, on=["episode_id", "turn_index"], how="left")
 
 
 def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFrame:
@@ -41,12 +44,16 @@ def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFr
 
     spec = store.run(run_id).spec
     tasks = {t.id: t for t in InfoTaskSet.model_validate(spec["tasks"]).tasks}
-    rows = []
-    for e in episodes[episodes.status == "done"].itertuples():
-        scores = score_info_episode(store.messages(run_id, e.episode_id), tasks[e.item_id], e.termination)
+    done = {e.episode_id: e for e in episodes[episodes.status == "done"].itertuples()}
+
+    def row(episode_id: str, messages: list) -> dict:
+        e = done[episode_id]
+        scores = score_info_episode(messages, tasks[e.item_id], e.termination)
         scores["leaky_turns"] = len({turn for turn, _ in scores.pop("leaks")})
-        rows.append({"episode_id": e.episode_id, **{k: v for k, v in scores.items() if not isinstance(v, (dict, list))}})
-    return pd.DataFrame(rows)
+        return {"episode_id": episode_id, **{k: v for k, v in scores.items() if not isinstance(v, (dict, list))}}
+
+    scored = {eid: row(eid, messages) for eid, messages in store.iter_messages(run_id) if eid in done}
+    return pd.DataFrame([scored[eid] if eid in scored else row(eid, []) for eid in done])
 
 
 def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None) -> pd.DataFrame:

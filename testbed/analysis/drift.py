@@ -17,12 +17,12 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import CONDITIONS
+from testbed.analysis.frames import CONDITIONS, judge_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
 from testbed.store.frames import episodes_df
-from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.store.labels import JudgeIdentity
 
 GROUP = CONDITIONS
 """The conditions an episode was generated under: the columns drift is compared across."""
@@ -56,22 +56,20 @@ def drift_onsets(labels: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
     frame = ordered.merge(verdicts, on=["episode_id", "turn_index"], how="left")
     frame["known"] = (frame.status == "scored") & frame.label.notna()
     frame["drift"] = frame.known & frame.label.isin(drift)
-    rows = []
-    for eid, g in frame.groupby("episode_id", sort=True):
-        drifts = g[g.drift]
-        onset = drifts.iloc[0] if len(drifts) else None
-        known_k = g.k[g.known]
-        observed = int(onset.k) if onset is not None else int(known_k.max()) if len(known_k) else 0
-        rows.append({
-            "episode_id": eid,
-            "user_turns": len(g),
-            "scored_turns": int(g.known.sum()),
-            "observed_turns": observed,
-            "onset": float(onset.k) if onset is not None else math.nan,
-            "onset_turn_index": float(onset.turn_index) if onset is not None else math.nan,
-            "drifted": onset is not None,
-        })
-    return pd.DataFrame(rows, columns=ONSET_COLUMNS)
+    episodes = frame.groupby("episode_id", sort=True)
+    ids = episodes.size().index
+    first = frame[frame.drift].drop_duplicates("episode_id").set_index("episode_id").reindex(ids)
+    last_known = frame[frame.known].groupby("episode_id").k.max().reindex(ids)
+    drifted = first.k.notna()
+    return pd.DataFrame({
+        "episode_id": ids.to_numpy(),
+        "user_turns": episodes.size().to_numpy(),
+        "scored_turns": episodes.known.sum().to_numpy().astype("int64"),
+        "observed_turns": first.k.where(drifted, last_known).fillna(0).astype("int64").to_numpy(),
+        "onset": first.k.astype("float64").to_numpy(),
+        "onset_turn_index": first.turn_index.astype("float64").to_numpy(),
+        "drifted": drifted.to_numpy(),
+    }, columns=ONSET_COLUMNS)
 
 
 def survival_curve(onsets: pd.DataFrame, max_k: int | None = None) -> pd.DataFrame:
@@ -143,14 +141,14 @@ def summary_line(summary: dict) -> str:
 
 def turns_frame(store: Store, run_id: str) -> pd.DataFrame:
     """The generated user turns (episode_id, turn_index) of the run's finished episodes, as `Store.turns` gives them."""
-    return pd.DataFrame([(t.episode_id, t.turn_index) for t in store.turns(run_id)], columns=["episode_id", "turn_index"])
+    return pd.DataFrame([tuple(k) for k in store.turn_keys(run_id)], columns=["episode_id", "turn_index"])
 
 
 def run_drift(store: Store, run_id: str, identity: JudgeIdentity) -> pd.DataFrame:
     """`drift_onsets` for a stored run under one judge's labels, with each episode's conditions
     (assistant_model, user_model, dataset, user_mode, temperature, perturbation) joined on, so that
     drift can be grouped by model or scenario. Episodes without a generated user turn are left out."""
-    onsets = drift_onsets(labels_frame(store, run_id, identity), turns_frame(store, run_id))
+    onsets = drift_onsets(judge_labels(store, run_id, identity), turns_frame(store, run_id))
     return onsets.merge(episode_conditions(store, run_id), on="episode_id", how="left")
 
 

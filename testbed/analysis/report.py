@@ -15,49 +15,15 @@ from testbed.store.labels import JudgeIdentity
 
 GROUP = CONDITIONS
 
-
-def _judge_columns(done: pd.DataFrame) -> dict:
-    """Follow-up rate with its interval and the label distribution, over scored turns only."""
-    scored = done[done.judge_status == "scored"]
-    n = len(scored)
-    followups = int(scored.judge_followup.fillna(0).astype(bool).sum())
-    lo, hi = wilson_interval(followups, n)
-    out = {
-        "judged": n,
-        "unscored": int((done.judge_status == "unscored").sum()),
-        "unjudged": int(done.judge_status.isna().sum()),
-        "followup_rate": followups / n if n else math.nan,
-        "followup_lo": lo,
-        "followup_hi": hi,
-    }
-    labelled = scored.judge_label.dropna()
-    for label in taxonomy().labels:
-        out[f"share_{label}"] = float((labelled == label).mean()) if len(labelled) else math.nan
-    return out
+EPISODE_COLUMNS = ["episodes", "errors", "scored", "accuracy", "accuracy_lo", "accuracy_hi", "user_turn_words", "user_turn_tokens",
+                   "empty_user_turns", "identical_to_question", "identical_lo", "identical_hi"]
+"""The probe report's columns after the conditions: episodes, task accuracy, what the user turns look like."""
 
 
-def _group_row(g: pd.DataFrame) -> dict:
-    done = g[g.status == "done"]
-    scored = g[g.task_score.notna()]
-    correct = int(scored.task_score.sum())
-    acc_lo, acc_hi = wilson_interval(correct, len(scored))
-    same = int(done.identical_to_question.sum())
-    same_lo, same_hi = wilson_interval(same, len(done))
-    return {
-        "episodes": len(g),
-        "errors": int((g.status == "error").sum()),
-        "scored": len(scored),
-        "accuracy": correct / len(scored) if len(scored) else math.nan,
-        "accuracy_lo": acc_lo,
-        "accuracy_hi": acc_hi,
-        "user_turn_words": float(done.user_turn_words.mean()) if len(done) else math.nan,
-        "user_turn_tokens": float(done.user_turn_tokens.mean()) if len(done) else math.nan,
-        "empty_user_turns": int(done.user_turn.fillna("").str.strip().eq("").sum()),
-        "identical_to_question": same / len(done) if len(done) else math.nan,
-        "identical_lo": same_lo,
-        "identical_hi": same_hi,
-        **(_judge_columns(done) if "judge_status" in g else {}),
-    }
+def judge_columns() -> list[str]:
+    """The columns a judge adds: follow-up rate over scored turns, what was left out, each label's share."""
+    return ["judged", "unscored", "unjudged", "followup_rate", "followup_lo", "followup_hi",
+            *(f"share_{label}" for label in taxonomy().labels)]
 
 
 def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None) -> pd.DataFrame:
@@ -108,6 +74,55 @@ def probe_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | No
         frame = frame.merge(labels[["episode_id", "user_turn_index", "judge_status", "judge_label", "judge_followup"]],
                             on=["episode_id", "user_turn_index"], how="left")
     if frame.empty:
-        return pd.DataFrame(columns=GROUP + list(_group_row(frame).keys()))
-    rows = [{**dict(zip(GROUP, keys)), **_group_row(g)} for keys, g in frame.groupby(GROUP, sort=True, dropna=False)]
-    return pd.DataFrame(rows)
+        return pd.DataFrame(columns=GROUP + EPISODE_COLUMNS + (judge_columns() if "judge_status" in frame else []))
+    return pd.DataFrame(_group_rows(frame))
+
+
+def _group_rows(frame: pd.DataFrame) -> list[dict]:
+    """One row per condition group, from one grouped sum over the run (a study has thousands of groups).
+
+    Rates exclude errored episodes; the judge's exclude unscored turns too. Accuracy is over
+    episodes with a task score; user-turn words, tokens, blanks and restatements over finished
+    episodes; label shares over scored turns with an 8-way label. Every figure is a count or a sum
+    of whole numbers (task scores are 0 or 1) divided by a count.
+    """
+    done = frame.status == "done"
+    parts = {
+        "episodes": pd.Series(1, index=frame.index), "errors": frame.status == "error", "done": done,
+        "scored": frame.task_score.notna(), "correct": frame.task_score.fillna(0),
+        "words": frame.user_turn_words.where(done, 0), "tokens": frame.user_turn_tokens.where(done),
+        "has_tokens": done & frame.user_turn_tokens.notna(),
+        "empty": done & frame.user_turn.fillna("").str.strip().eq(""), "same": done & frame.identical_to_question.astype(bool),
+    }
+    labels = taxonomy().labels
+    judged = "judge_status" in frame
+    if judged:
+        scored = done & (frame.judge_status == "scored")
+        labelled = scored & frame.judge_label.notna()
+        parts.update({"judged": scored, "unscored": done & (frame.judge_status == "unscored"), "unjudged": done & frame.judge_status.isna(),
+                      "followups": scored & frame.judge_followup.fillna(0).astype(bool), "labelled": labelled})
+        parts.update({f"label:{label}": labelled & (frame.judge_label == label) for label in labels})
+    keys = [frame[c] for c in GROUP]
+    sums = pd.DataFrame(parts).groupby(keys, sort=True, dropna=False).sum()
+    rows = []
+    for group, s in zip(sums.index, sums.to_dict("records")):
+        n_done, graded, correct, same = int(s["done"]), int(s["scored"]), int(s["correct"]), int(s["same"])
+        acc_lo, acc_hi = wilson_interval(correct, graded)
+        same_lo, same_hi = wilson_interval(same, n_done)
+        row = {
+            **dict(zip(GROUP, group)),
+            "episodes": int(s["episodes"]), "errors": int(s["errors"]), "scored": graded,
+            "accuracy": correct / graded if graded else math.nan, "accuracy_lo": acc_lo, "accuracy_hi": acc_hi,
+            "user_turn_words": float(s["words"] / n_done) if n_done else math.nan,
+            "user_turn_tokens": float(s["tokens"] / s["has_tokens"]) if s["has_tokens"] else math.nan,
+            "empty_user_turns": int(s["empty"]),
+            "identical_to_question": same / n_done if n_done else math.nan, "identical_lo": same_lo, "identical_hi": same_hi,
+        }
+        if judged:
+            n, followups, labelled = int(s["judged"]), int(s["followups"]), int(s["labelled"])
+            lo, hi = wilson_interval(followups, n)
+            row.update({"judged": n, "unscored": int(s["unscored"]), "unjudged": int(s["unjudged"]),
+                        "followup_rate": followups / n if n else math.nan, "followup_lo": lo, "followup_hi": hi})
+            row.update({f"share_{label}": float(s[f"label:{label}"] / labelled) if labelled else math.nan for label in labels})
+        rows.append(row)
+    return rows

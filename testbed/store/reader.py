@@ -242,6 +242,20 @@ class StoreReader:
                 yield from episode_turns(eid, list(msgs))
             after = ids[-1]
 
+    def iter_messages(self, run_id: str, *, include_errored: bool = False, batch: int = TURN_BATCH) -> Iterator[tuple[str, list[Message]]]:
+        """(episode_id, messages in turn order) of every finished episode (errored ones too, if asked) that
+        has messages, in episode id order, read `batch` episodes at a time: `messages` for a whole run."""
+        status = "" if include_errored else "AND status='done'"
+        after: str | None = None
+        while ids := self._episode_ids_after(run_id, status, after, batch):
+            rows = self.conn.execute(
+                f"""SELECT m.* FROM messages m JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
+                    WHERE m.run_id=? AND m.episode_id BETWEEN ? AND ? {status.replace("status", "e.status")}
+                    ORDER BY m.episode_id, m.turn_index""", (run_id, ids[0], ids[-1])).fetchall()
+            for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
+                yield eid, [message_from_row(r) for r in msgs]
+            after = ids[-1]
+
     def _episode_ids_after(self, run_id: str, status: str, after: str | None, limit: int) -> list[str]:
         """The next `limit` episode ids of the run in id order (of finished episodes, with `status`), after `after`."""
         since, args = ("AND episode_id > ?", (after,)) if after is not None else ("", ())

@@ -78,3 +78,13 @@ def test_episodes_frame_keeps_every_episode_with_its_final_turn(store):
     assert pd.isna(frame.loc["e06", "user_turn"]) and frame.loc["e06", "user_turn_words"] == 0
     assert frame.user_turn_index.dtype == "float64", "episodes without a final user turn leave a gap"
     assert episodes_frame(store, "no-such-run").empty
+
+
+def test_iter_messages_gives_each_episode_s_transcript_as_messages_does(store):
+    filled(store)
+    for errored in (False, True):
+        wanted = [e.episode_id for e in store.episodes(RUN) if errored or e.status == "done"]
+        expected = [(eid, store.messages(RUN, eid)) for eid in sorted(wanted)]
+        for batch in (1, 3, 100):
+            assert list(store.iter_messages(RUN, include_errored=errored, batch=batch)) == expected
+    assert "e05" not in dict(store.iter_messages(RUN)), "errored episodes only when asked"
