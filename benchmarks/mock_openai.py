@@ -40,10 +40,11 @@ class MockOpenAI:
         return app
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1 (`port`, or a free one when 0)."""
+        """Listen on 127.0.0.1 (`port`, or a free one when 0), with a real server's accept backlog (uvicorn's 2048):
+        aiohttp's default of 128 drops the SYNs of a burst of new connections, which then wait a second to retry."""
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=2048)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"

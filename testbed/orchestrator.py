@@ -60,9 +60,9 @@ def strip_marker(message: Message, marker: str | None) -> tuple[Message, bool]:
 
 def user_turn_count(transcript: Transcript) -> int:
     """User messages so far, the opening one included."""
-    return sum(m.role == "user" for m in transcript.messages)
+    return transcript.user_turns()
 
 
 def over_budget(transcript: Transcript, limits: Limits) -> bool:
     """Whether the episode's generated completion tokens reached the budget."""
-    return limits.token_budget is not None and transcript.usage().completion_tokens >= limits.token_budget
+    return limits.token_budget is not None and transcript.completion_tokens() >= limits.token_budget

@@ -13,9 +13,10 @@ in another model's chat template. Researcher-written text is sent as written: th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
@@ -69,6 +70,46 @@ def shown(messages: list[dict[str, str]], tokens: ControlTokens) -> list[dict[st
     return [m if m["role"] == "system" else {**m, "content": tokens.neutralise(m["content"])} for m in messages]
 
 
+P = TypeVar("P")
+
+
+def with_tokens(participant: P, tokens: ControlTokens) -> P:
+    """The participant with its control tokens given rather than looked up: a run looks them up once per
+    agent instead of once per episode (the lookup reads the disk for a model not on it)."""
+    participant.__dict__["tokens"] = tokens
+    return participant
+
+
+class ChatView:
+    """One participant's message list for one transcript, grown by the messages appended since the last look.
+
+    Every message is converted (role mapped, contents neutralised) once, not again at every later
+    turn. A different transcript, or one that no longer extends what was seen, starts the list over.
+    `convert` returns None for a message the participant does not see.
+    """
+
+    def __init__(self, convert: Callable[[Message], dict[str, str] | None]):
+        self._convert = convert
+        self._transcript: Transcript | None = None
+        self._last: Message | None = None
+        self._seen = 0
+        self._messages: list[dict[str, str]] = []
+
+    def of(self, transcript: Transcript) -> list[dict[str, str]]:
+        """The converted messages of `transcript`, as a new list the caller may keep (a request owns its messages)."""
+        messages = transcript.messages
+        seen = self._seen
+        if transcript is not self._transcript or seen > len(messages) or (seen and messages[seen - 1] is not self._last):
+            self._transcript, seen, self._messages = transcript, 0, []
+        convert, out = self._convert, self._messages
+        for m in messages[seen:]:
+            if (d := convert(m)) is not None:
+                out.append(d)
+        self._seen = len(messages)
+        self._last = messages[-1] if messages else None
+        return list(out)
+
+
 @dataclass
 class Assistant:
     """Answers with the true-role view of the transcript, under its agent's sampling."""
@@ -81,9 +122,13 @@ class Assistant:
         """The control tokens this assistant's model must not receive from the conversation."""
         return ControlTokens.for_agent(self.agent.spec)
 
+    @cached_property
+    def _chat(self) -> ChatView:
+        return true_role_view(self.tokens)
+
     def view(self, transcript: Transcript) -> list[dict[str, str]]:
         """The true-role conversation as sent: dataset and simulated-user text neutralised."""
-        return shown(transcript.chat(), self.tokens)
+        return self._chat.of(transcript)
 
     async def respond(self, transcript: Transcript) -> Message:
         """Generate the assistant's next message."""
@@ -93,6 +138,12 @@ class Assistant:
         completion = await self.backend.generate(request)
         return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
                        completion.usage, completion.finish_reason)
+
+
+def true_role_view(tokens: ControlTokens) -> ChatView:
+    """The conversation with true roles, non-system contents neutralised (the same dicts as `shown(transcript.chat(), tokens)`)."""
+    neutralise = tokens.neutralise
+    return ChatView(lambda m: m.as_chat() if m.role == "system" else {"role": m.role, "content": neutralise(m.content)})
 
 
 def render_conversation(transcript: Transcript) -> str:
@@ -137,14 +188,19 @@ class SimulatedUser:
         """The same user with some fields changed (an episode's sampling, a turn's prompt), checks redone,
         control tokens carried over rather than looked up again."""
         other = replace(self, **changes)
-        if "tokens" in self.__dict__:
-            other.__dict__["tokens"] = self.__dict__["tokens"]
+        for kept in ("tokens", "_chat"):
+            if kept in self.__dict__ and not {"agent", "mode"} & changes.keys():
+                other.__dict__[kept] = self.__dict__[kept]
         return other
+
+    @cached_property
+    def _chat(self) -> ChatView:
+        return true_role_view(self.tokens)
 
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """The messages this user sends to its model, and whether the last one is continued."""
         if self.mode == "raw":
-            return shown(transcript.chat(), self.tokens) + [{"role": "user", "content": ""}], True
+            return self._chat.of(transcript) + [{"role": "user", "content": ""}], True
         assert self.prompt is not None
         conversation = self.tokens.neutralise(render_conversation(transcript))
         return [{"role": "user", "content": fill_slots(self.prompt, {"conversation": conversation})}], False
@@ -186,9 +242,16 @@ class DialogueUser(SimulatedUser):
         if self.mode == "instructed" and not self.prompt:
             raise BackendError("an instructed dialogue user needs a persona prompt")
 
+    @cached_property
+    def _chat(self) -> ChatView:
+        if self.mode == "raw":
+            return true_role_view(self.tokens)
+        neutralise = self.tokens.neutralise
+        return ChatView(lambda m: None if m.role == "system" else {"role": FLIPPED[m.role], "content": neutralise(m.content)})
+
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """Raw: true roles plus an open user turn. Instructed: persona prompt plus the flipped dialogue."""
         if self.mode == "raw":
-            return shown(transcript.chat(), self.tokens) + [{"role": "user", "content": ""}], True
+            return self._chat.of(transcript) + [{"role": "user", "content": ""}], True
         assert self.prompt is not None
-        return [{"role": "system", "content": self.prompt}, *shown(flipped_view(transcript), self.tokens)], False
+        return [{"role": "system", "content": self.prompt}, *self._chat.of(transcript)], False

@@ -8,8 +8,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
+REFRESH_PER_S = 4
+"""How often the bar is redrawn: each redraw renders every column on the run's one core, and a person
+watching gains nothing from rich's default of ten a second."""
+
+
 class EpisodeProgress:
-    """A rich progress bar over episodes (or judged turns); silent when disabled (tests, --quiet)."""
+    """A rich progress bar over episodes (or judged turns); silent when disabled (tests, --quiet).
+
+    `advance` updates the counts; the bar is drawn `REFRESH_PER_S` times a second by rich's own thread.
+    """
 
     def __init__(self, description: str, total: int, *, console: Console | None = None, enabled: bool = True,
                  error_label: str = "errors"):
@@ -20,6 +28,7 @@ class EpisodeProgress:
             TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
             TextColumn(error_label + " {task.fields[errors]}", markup=False), TextColumn("{task.fields[rate]} tok/s", markup=False),
             TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
+            refresh_per_second=REFRESH_PER_S,
         )
         self._task = self._progress.add_task(description, total=total, errors=0, rate="0")
 

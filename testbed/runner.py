@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
 from testbed.specs.registries import KINDS
 from testbed.store import EpisodeOutcome, Store
+from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.replica_counts import add_replica_counts
 from testbed.store.sqlite_store import StoreError
@@ -218,14 +220,35 @@ def wire_recorder(enabled: bool) -> contextlib.AbstractAsyncContextManager:
     return WireRecorder() if enabled else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def frozen_heap():
+    """Keep the objects alive when the block starts (modules, specs, the plan: hundreds of thousands) out of
+    the garbage collector's full passes until it ends.
+
+    A run of many concurrent conversations keeps enough objects alive to trigger several full passes,
+    and each would walk everything the imports left behind; frozen, those passes walk only what the
+    run itself made. Nothing is lost: what was frozen is handed back to the collector afterwards.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 async def execute_units(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None,
                         title: str | None = None) -> None:
-    """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all."""
+    """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all.
+
+    Finished episodes are committed in groups (testbed.store.episode_groups), and the last group is
+    committed before this returns, however it ends: an error, a cancellation, Ctrl-C.
+    """
     limit = max(scenario.assistant.spec.concurrency, 1)
-    with EpisodeProgress(title or scenario.spec.name, todo, console=console, enabled=show_progress) as progress:
+    with EpisodeProgress(title or scenario.spec.name, todo, console=console, enabled=show_progress) as progress, \
+            contextlib.closing(EpisodeGroups(store, run_id)) as episodes, frozen_heap():
 
         def sink(outcome: EpisodeOutcome) -> None:
-            store.write_episode(run_id, outcome)
+            episodes.write(outcome)
             progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
         context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a),

@@ -50,9 +50,16 @@ class Message:
 
 @dataclass
 class Transcript:
-    """The ordered messages of one episode; append-only while the episode runs."""
+    """The ordered messages of one episode; append-only while the episode runs.
+
+    The turn loop asks after every turn how many user turns there are and how many completion
+    tokens were generated; those counts are kept as messages are appended (`_tally`), so a check
+    costs the same at turn 90 as at turn 2.
+    """
 
     messages: list[Message] = field(default_factory=list)
+    _tally: tuple[int, Message | None, int, int] = field(default=(0, None, 0, 0), init=False, repr=False, compare=False)
+    """(messages counted, the last one counted, user messages, completion tokens generated) among them."""
 
     def append(self, message: Message) -> None:
         """Add the next message; its turn index must follow the last one."""
@@ -60,6 +67,27 @@ class Transcript:
         if message.turn_index != expected:
             raise ValueError(f"turn index {message.turn_index} out of order, expected {expected}")
         self.messages.append(message)
+
+    def _counts(self) -> tuple[int, int]:
+        counted, last, users, tokens = self._tally
+        messages = self.messages
+        if counted > len(messages) or (counted and messages[counted - 1] is not last):
+            counted, users, tokens = 0, 0, 0
+        for m in messages[counted:]:
+            users += m.role == "user"
+            if m.reused_from is None:
+                tokens += m.usage.completion_tokens
+        if messages:
+            self._tally = (len(messages), messages[-1], users, tokens)
+        return users, tokens
+
+    def user_turns(self) -> int:
+        """User messages so far, the opening one included."""
+        return self._counts()[0]
+
+    def completion_tokens(self) -> int:
+        """Completion tokens generated in this episode so far, shared generations excluded (what a token budget caps)."""
+        return self._counts()[1]
 
     @property
     def next_turn(self) -> int:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from testbed.backends.base import Backend
+from testbed.control_tokens import ControlTokens
 from testbed.specs.errors import SpecError
-from testbed.specs.loader import ResolvedScenario
+from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
 
 Sink = Callable[[EpisodeOutcome], Awaitable[None] | None]
@@ -60,6 +61,15 @@ class RunContext:
     """Who runs the turn loops (testbed.frameworks)."""
     wire: Any = field(default=None, compare=False)
     """The wire recorder (testbed.wire.WireRecorder) every episode's requests go through, or None for no wire log."""
+    _tokens: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def tokens(self, agent: ResolvedAgent) -> ControlTokens:
+        """The control tokens of one of the run's agents, looked up once per run rather than once per episode
+        (servers have started and models are on disk by the time episodes run, so the answer cannot change)."""
+        cached = self._tokens.get(id(agent))
+        if cached is None:
+            cached = self._tokens[id(agent)] = (agent, ControlTokens.for_agent(agent.spec))
+        return cached[1]
 
     def slot(self) -> contextlib.AbstractAsyncContextManager:
         """Hold one of the run's episode slots while generating (no limit when the run set none)."""

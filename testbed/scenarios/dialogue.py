@@ -11,7 +11,7 @@ from testbed.concurrency import gather_or_cancel
 from testbed.datasets import score_answer
 from testbed.frameworks import framework
 from testbed.orchestrator import ERROR, Limits
-from testbed.participants import Assistant, DialogueUser, Participant, user_sampling
+from testbed.participants import Assistant, DialogueUser, Participant, user_sampling, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
 from testbed.specs.loader import ResolvedScenario
 from testbed.store import EpisodeKey, EpisodeOutcome
@@ -90,7 +90,8 @@ async def run_conversation(
     """Converse on `transcript` and hand the episode to the sink: done with its termination, or
     error with the reason and the turns so far. Every multi-turn kind ends its episodes here."""
     spec = context.scenario.spec
-    assistant: Participant = Assistant(context.scenario.assistant, context.backends["assistant"])
+    agent = context.scenario.assistant
+    assistant: Participant = with_tokens(Assistant(agent, context.backends["assistant"]), context.tokens(agent))
     tap = context.wire.open_tap() if context.wire is not None else None
     if tap is not None:
         assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
@@ -133,15 +134,19 @@ class DialogueRunner:
     context: RunContext
 
     async def run(self, unit: Opening, variants: list[EpisodeVariant]) -> None:
-        """Each variant is its own conversation; they run concurrently."""
-        await gather_or_cancel(self._one(unit, v) for v in variants)
+        """Each variant is its own conversation; they run concurrently (a lone one without a task of its own)."""
+        if len(variants) == 1:
+            await self._one(unit, variants[0])
+        else:
+            await gather_or_cancel(self._one(unit, v) for v in variants)
 
     async def _one(self, unit: Opening, v: EpisodeVariant) -> None:
         s = self.context.scenario
         spec = s.spec
         prompt = fill_slots(s.user_prompt or "", {"persona": unit.persona, "goal": unit.goal, "end_marker": spec.end_marker})
-        user = DialogueUser(s.user, self.context.backends["user"], v.key.user_mode, prompt if v.key.user_mode == "instructed" else None,
-                            conversation_sampling(self.context, v))
+        user = with_tokens(DialogueUser(s.user, self.context.backends["user"], v.key.user_mode,
+                                        prompt if v.key.user_mode == "instructed" else None, conversation_sampling(self.context, v)),
+                           self.context.tokens(s.user))
 
         def score(t: Transcript) -> float | None:
             answer = first_answer(t)

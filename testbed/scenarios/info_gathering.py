@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from testbed.concurrency import gather_or_cancel
 from testbed.orchestrator import ASSISTANT_DONE
-from testbed.participants import DialogueUser
+from testbed.participants import DialogueUser, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext
 from testbed.scenarios.dialogue import conversation_sampling, opening_transcript, plan_conversations, run_conversation
 from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
@@ -102,8 +102,8 @@ class InfoGatheringRunner:
             release.observe(message)
             return None
 
-        user = DialogueUser(s.user, self.context.backends["user"], "instructed", released_prompt(s, release),
-                            conversation_sampling(self.context, v))
+        user = with_tokens(DialogueUser(s.user, self.context.backends["user"], "instructed", released_prompt(s, release),
+                                        conversation_sampling(self.context, v)), self.context.tokens(s.user))
         holder = FactHoldingUser(s, user, release)
         transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
         await run_conversation(self.context, v, transcript, holder, after_assistant)

@@ -1,4 +1,4 @@
-"""The SQLite store: runs, episodes, messages, shared generations and labels, committed per episode.
+"""The SQLite store: runs, episodes, messages, shared generations and labels, committed in small groups of finished episodes.
 
 Everything that knows the tables is in this package: `Store` writes and reads records
 (`testbed.store.records`), `testbed.store.labels` keeps judge labels and `testbed.store.frames`

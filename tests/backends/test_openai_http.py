@@ -165,6 +165,18 @@ async def test_payload_carries_model_messages_and_sampling(fake, make_backend):
     assert "continue_final_message" not in sent
     assert "add_generation_prompt" not in sent
     assert "response_format" not in sent
+    assert fake.chat_requests[0]["headers"]["Content-Type"] == "application/json", "servers that check it (FastAPI) read the body"
+
+
+async def test_non_ascii_text_and_a_body_the_fast_decoder_refuses_still_arrive(fake, make_backend):
+    body = ok_body("Grüße, 4 ✓")
+    body["created"] = float("nan")
+    fake.default = ("json", 200, body)
+    backend = make_backend(fake.base_url)
+    messages = [{"role": "user", "content": "Wie viel ist 2 + 2? ✓"}]
+    completion = await backend.generate(GenerateRequest(messages=messages, extra={"big": 2**70}))
+    assert completion.text == "Grüße, 4 ✓" and completion.attempts == 1
+    assert fake.chat_requests[0]["json"]["messages"] == messages and fake.chat_requests[0]["json"]["big"] == 2**70
 
 
 async def test_continue_final_message_sets_vllm_flags(fake, make_backend):
