@@ -141,7 +141,7 @@ def import_labels(
 ) -> None:
     """Store human labels for a run's user turns, to compare judges against with `agree --b human:<annotator>`."""
     from testbed.judges.taxonomy import taxonomy
-    from testbed.judges.turns import label_row, user_turns
+    from testbed.judges.turns import label_row
     from testbed.judges.verdict import Verdict
     from testbed.specs.files import MAX_LABEL_BYTES, read_text
     from testbed.store.labels import HUMAN, HUMAN_VERSION, JudgeIdentity, write_labels
@@ -151,7 +151,7 @@ def import_labels(
         run = db.run(run_id)["run_id"]
     except StoreError as exc:
         fail(str(exc))
-    t, known = taxonomy(), {(x.episode_id, x.turn_index) for x in user_turns(db, run)}
+    t, known = taxonomy(), {tuple(k) for k in db.turn_keys(run)}
     try:
         text = read_text(labels, what="label file", max_bytes=MAX_LABEL_BYTES)
     except SpecError as exc:

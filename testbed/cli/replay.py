@@ -54,7 +54,7 @@ def replay(
             fail("--uncertain-first orders the labelling queue: use it with --label NAME")
         if label is not None:
             annotator(label)
-            if not db.turns(run):
+            if next(db.turn_keys(run), None) is None:
                 fail(f"run {run} has no finished episode with a generated user turn to label")
     except (StoreError, ValueError) as exc:
         fail(str(exc))

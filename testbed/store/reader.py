@@ -225,35 +225,27 @@ class StoreReader:
 
         Each batch is its own query, so a caller may write (labels) between batches.
         """
-        status = "" if include_errored else "AND status='done'"
-        after: str | None = None
-        while True:
-            ids = self._episode_ids_after(run_id, status, after, batch)
-            if not ids:
-                return
-            rows = self.conn.execute(
-                f"""SELECT m.episode_id, m.turn_index, m.role, m.content FROM messages m
-                    JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
-                    WHERE m.run_id=? AND m.episode_id BETWEEN ? AND ? {status.replace("status", "e.status")}
-                      AND m.role != 'system' ORDER BY m.episode_id, m.turn_index""",
-                (run_id, ids[0], ids[-1]),
-            ).fetchall()
+        columns = "m.episode_id, m.turn_index, m.role, m.content"
+        for rows in self._message_batches(run_id, include_errored, batch, columns, "AND m.role != 'system'"):
             for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
                 yield from episode_turns(eid, list(msgs))
-            after = ids[-1]
 
     def iter_messages(self, run_id: str, *, include_errored: bool = False, batch: int = TURN_BATCH) -> Iterator[tuple[str, list[Message]]]:
         """(episode_id, messages in turn order) of every finished episode (errored ones too, if asked) that
         has messages, in episode id order, read `batch` episodes at a time: `messages` for a whole run."""
+        for rows in self._message_batches(run_id, include_errored, batch, "m.*"):
+            for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
+                yield eid, [message_from_row(r) for r in msgs]
+
+    def _message_batches(self, run_id: str, include_errored: bool, batch: int, columns: str, where: str = "") -> Iterator[list]:
+        """The messages of the run's finished (or all) episodes, `batch` episodes per query, in episode and turn order."""
         status = "" if include_errored else "AND status='done'"
         after: str | None = None
         while ids := self._episode_ids_after(run_id, status, after, batch):
-            rows = self.conn.execute(
-                f"""SELECT m.* FROM messages m JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
-                    WHERE m.run_id=? AND m.episode_id BETWEEN ? AND ? {status.replace("status", "e.status")}
+            yield self.conn.execute(
+                f"""SELECT {columns} FROM messages m JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
+                    WHERE m.run_id=? AND m.episode_id BETWEEN ? AND ? {status.replace("status", "e.status")} {where}
                     ORDER BY m.episode_id, m.turn_index""", (run_id, ids[0], ids[-1])).fetchall()
-            for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
-                yield eid, [message_from_row(r) for r in msgs]
             after = ids[-1]
 
     def _episode_ids_after(self, run_id: str, status: str, after: str | None, limit: int) -> list[str]:
