@@ -32,7 +32,7 @@ Figures per latency, medians over the rounds:
 Before every timed batch, of either client, the benchmark collects garbage and freezes what is left
 (`gc.freeze()`), as a lean process would start: the ~200,000 objects its imports leave would
 otherwise be walked by every full collection, at the cost of whichever client is running. The
-testbed freezes its own heap for a run anyway (testbed.runner.frozen_heap).
+testbed sets the collector for a run itself (testbed.runner.lean_collector); the bare loop keeps Python's.
 
 The machine may be shared: only figures from one run, rounds alternated, are compared.
 

@@ -220,19 +220,29 @@ def wire_recorder(enabled: bool) -> contextlib.AbstractAsyncContextManager:
     return WireRecorder() if enabled else contextlib.nullcontext()
 
 
-@contextlib.contextmanager
-def frozen_heap():
-    """Keep the objects alive when the block starts (modules, specs, the plan: hundreds of thousands) out of
-    the garbage collector's full passes until it ends.
+RUN_GC_THRESHOLD = 50_000
+"""Net new container objects between two young-generation collections while a run lasts (Python's default: 700)."""
 
-    A run of many concurrent conversations keeps enough objects alive to trigger several full passes,
-    and each would walk everything the imports left behind; frozen, those passes walk only what the
-    run itself made. Nothing is lost: what was frozen is handed back to the collector afterwards.
+
+@contextlib.contextmanager
+def lean_collector():
+    """The garbage collector set for a run of many concurrent conversations, and put back as it was after.
+
+    Two costs go: the objects alive when the block starts (modules, specs, the plan: hundreds of
+    thousands) are frozen out of the collector's full passes, which would walk them all each time;
+    and young collections run every RUN_GC_THRESHOLD new objects rather than every 700, since a
+    thousand live conversations keep most young objects alive and each early pass only moves them
+    along. Measured by benchmarks/hot_path.py: the collector's share of a turn falls from about a
+    fifth to a twentieth. Nothing is lost: cyclic garbage is still collected, only less often, and
+    what was frozen is handed back to the collector afterwards.
     """
+    threshold = gc.get_threshold()
     gc.freeze()
+    gc.set_threshold(RUN_GC_THRESHOLD, *threshold[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
 
 
@@ -245,7 +255,7 @@ async def execute_units(scenario, store, run_id, pending, todo, backends, consol
     """
     limit = max(scenario.assistant.spec.concurrency, 1)
     with EpisodeProgress(title or scenario.spec.name, todo, console=console, enabled=show_progress) as progress, \
-            contextlib.closing(EpisodeGroups(store, run_id)) as episodes, frozen_heap():
+            contextlib.closing(EpisodeGroups(store, run_id)) as episodes, lean_collector():
 
         def sink(outcome: EpisodeOutcome) -> None:
             episodes.write(outcome)

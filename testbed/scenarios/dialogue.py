@@ -48,11 +48,21 @@ def limits_of(spec) -> Limits:
     return Limits(spec.max_user_turns, spec.token_budget, spec.end_marker)
 
 
-def plan_conversations(scenario: ResolvedScenario, unit_id: str, source: str) -> list[EpisodeVariant]:
-    """Variants of one conversation unit: user mode × temperature × sample, with stable ids."""
+def conversation_identity(scenario: ResolvedScenario) -> tuple:
+    """What every conversation of the scenario shares and its episode ids hash: the agents, prompts and limits."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
-    identity = (a.as_dict()["spec"], a.system_prompt, u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens,
-                spec.max_user_turns, spec.token_budget, spec.end_marker)
+    return (a.as_dict()["spec"], a.system_prompt, u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens,
+            spec.max_user_turns, spec.token_budget, spec.end_marker)
+
+
+def plan_conversations(scenario: ResolvedScenario, unit_id: str, source: str, identity: tuple | None = None) -> list[EpisodeVariant]:
+    """Variants of one conversation unit: user mode × temperature × sample, with stable ids.
+
+    `identity` is `conversation_identity(scenario)`, which a plan of many units computes once and passes in.
+    """
+    spec, a, u = scenario.spec, scenario.assistant, scenario.user
+    if identity is None:
+        identity = conversation_identity(scenario)
     out = []
     for mode in spec.user_modes:
         for temperature in spec.temperatures:
@@ -160,7 +170,8 @@ class DialogueKind:
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Opening, list[EpisodeVariant]]]:
         """Every opening with its conversation variants."""
-        return [(o, plan_conversations(scenario, o.unit_id, o.source)) for o in openings(scenario)]
+        identity = conversation_identity(scenario)
+        return [(o, plan_conversations(scenario, o.unit_id, o.source, identity)) for o in openings(scenario)]
 
     def runner(self, context: RunContext) -> DialogueRunner:
         """A runner for openings."""

@@ -14,7 +14,8 @@ from testbed.concurrency import gather_or_cancel
 from testbed.orchestrator import ASSISTANT_DONE
 from testbed.participants import DialogueUser, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext
-from testbed.scenarios.dialogue import conversation_sampling, opening_transcript, plan_conversations, run_conversation
+from testbed.scenarios.dialogue import (conversation_identity, conversation_sampling, opening_transcript, plan_conversations,
+                                       run_conversation)
 from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
 from testbed.specs.loader import ResolvedScenario
 from testbed.templates import fill_slots
@@ -114,7 +115,8 @@ class InfoGatheringKind:
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[InfoTask, list[EpisodeVariant]]]:
         """Every selected task with its conversation variants."""
-        return [(t, plan_conversations(scenario, t.id, SOURCE)) for t in select_tasks(scenario)]
+        identity = conversation_identity(scenario)
+        return [(t, plan_conversations(scenario, t.id, SOURCE, identity)) for t in select_tasks(scenario)]
 
     def runner(self, context: RunContext) -> InfoGatheringRunner:
         """A runner for tasks."""
