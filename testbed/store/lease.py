@@ -1,7 +1,7 @@
 """One writer per run: a lease in the store that a second process sees, and that a dead one does not hold.
 
-The holder writes its pid, host and process start time, and renews a heartbeat with every episode
-it commits and every few seconds in between. Another process may take the lease over only when
+The holder writes its pid, host and process start time, and renews a heartbeat with every group
+of episodes it commits and every few seconds in between. Another process may take the lease over only when
 the holder is gone: its heartbeat is older than `LEASE_TTL_S`, or it ran on this host and that
 process no longer exists (a pid reused by another program does not count: the start time differs).
 """
