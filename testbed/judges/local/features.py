@@ -121,7 +121,7 @@ def _weights(words: list[str]) -> dict[str, float]:
     return weights
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)
 def context(question: str, assistant: str) -> Context:
     """Features of the (question, answer) pair, cached: many turns share one pair."""
     q_words = cues.tokens(question.lower())
