@@ -8,7 +8,10 @@ does not use; the client pins itself to one core. For each injected latency, alt
   turns (assistant, user, ..., assistant), sending the very request bodies the testbed sends: the
   assistant's system prompt and the true-role dialogue; the persona prompt and the role-flipped
   dialogue for the simulated user; the same sampling and per-turn seeds. Each conversation keeps
-  its two message lists and appends to them; nothing is stored.
+  its two message lists and appends to them; nothing is stored. It is written as such a loop is
+  usually written (`session.post(url, json=body)`, `await resp.json()`, the stdlib's json, one
+  session without limits); the testbed sends orjson bytes to a pre-parsed URL, which is part of
+  what is measured.
 - **testbed**: `run_scenario` on a dialogue spec (gsm8k openings, instructed user, `max_user_turns`
   4, the agent's `concurrency` = `--conversations`, so every episode is in flight at once) with the
   native framework, a real SQLite store in a temporary folder (each round a new run id in the same
@@ -34,7 +37,13 @@ Before every timed batch, of either client, the benchmark collects garbage and f
 otherwise be walked by every full collection, at the cost of whichever client is running. The
 testbed sets the collector for a run itself (testbed.runner.lean_collector); the bare loop keeps Python's.
 
-The machine may be shared: only figures from one run, rounds alternated, are compared.
+Every conversation of a batch starts at once, so turns go in waves: a thousand requests, the
+server's latency, a thousand replies for the client to handle. Neither side is busy all the time
+(hence CPU shares well below 100 %), and a turn's wall time is the latency plus what client and
+server spend on the wave, which is why client CPU shows in turns/s even at 100 ms.
+
+The machine may be shared: only figures from one run, rounds alternated, are compared, and a
+single round can be far off its neighbours; read the medians.
 
     .venv/bin/python benchmarks/hot_path.py
     .venv/bin/python benchmarks/hot_path.py --conversations 200 --rounds 3 --latency-ms 100
@@ -229,7 +238,7 @@ def main() -> None:
     p.add_argument("--latency-ms", default="100,0", type=lambda s: [float(x) for x in s.split(",") if x],
                    help="comma-separated server latencies, one mock server each")
     p.add_argument("--reply-words", type=int, default=20, help="words per mock reply")
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds of each client; medians are reported")
+    p.add_argument("--rounds", type=int, default=7, help="timed rounds of each client; medians are reported")
     p.add_argument("--client-core", type=int, default=0, help="the one core the client runs on (the server gets the rest)")
     p.add_argument("--json", type=Path, help="also write the full results (every round) here")
     args = p.parse_args()
