@@ -34,16 +34,18 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVari
     """Every variant of one item, in a fixed order."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
     user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
+    answer = answer_id(scenario, item)
+    models = (served_model_name(a.spec), served_model_name(u.spec))
     out = []
     for mode in spec.user_modes:
         for p in perturbation_specs(spec.perturbations):
-            perturbation = p.resolved_label
+            perturbation, identity = p.resolved_label, p.identity()
             for temperature in spec.temperatures:
                 for sample in range(spec.samples_per_temperature):
                     def key(eid: str, mode=mode, perturbation=perturbation, temperature=temperature, sample=sample) -> EpisodeKey:
-                        return EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, served_model_name(a.spec), u.spec.name,
-                                          served_model_name(u.spec), mode, temperature, sample, perturbation)
-                    parts = (spec.name, answer_id(scenario, item), user_identity, mode, p.identity(), temperature, sample, spec.seed)
+                        return EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, models[0], u.spec.name,
+                                          models[1], mode, temperature, sample, perturbation)
+                    parts = (spec.name, answer, user_identity, mode, identity, temperature, sample, spec.seed)
                     out.append(variant(parts, key))
     return out
 
