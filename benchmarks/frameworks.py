@@ -115,6 +115,19 @@ def mock_server(latency_ms: float, reply_words: int, cores: set[int]):
             log.close()
 
 
+def sample_row(got: list[Sample]) -> dict:
+    """One client's rounds as a row: median turns/s, CPU ms per turn and server CPU share; totals; errors; the rounds."""
+    errors = [e for s in got for e in s.errors]
+    return {
+        "turns_per_s": statistics.median(s.turns / s.wall_s for s in got),
+        "cpu_ms_per_turn": statistics.median(1000 * s.cpu_s / max(s.turns, 1) for s in got),
+        "server_cpu_share": statistics.median(s.server_cpu_s / s.wall_s for s in got),
+        "turns": sum(s.turns for s in got), "expected_turns": sum(s.expected for s in got),
+        "errors": len(errors), "first_error": errors[0] if errors else None,
+        "rounds": [asdict(s) | {"errors": len(s.errors)} for s in got],
+    }
+
+
 def make_pair(backend: OpenAICompatibleBackend, seed: int) -> tuple[Assistant, DialogueUser]:
     """An assistant and an instructed dialogue user on one backend, as a dialogue run builds them."""
     a = ResolvedAgent(AgentSpec(name="helper", backend="vllm", model="mock", base_url=backend.base_url,
@@ -222,16 +235,7 @@ def summarise(names: list[str], samples: dict[str, list[Sample]], failed: dict[s
         if name in failed:
             rows[name] = {"failed": failed[name]}
             continue
-        got = samples[name]
-        errors = [e for s in got for e in s.errors]
-        rows[name] = {
-            "turns_per_s": statistics.median(s.turns / s.wall_s for s in got),
-            "cpu_ms_per_turn": statistics.median(1000 * s.cpu_s / max(s.turns, 1) for s in got),
-            "server_cpu_share": statistics.median(s.server_cpu_s / s.wall_s for s in got),
-            "turns": sum(s.turns for s in got), "expected_turns": sum(s.expected for s in got),
-            "errors": len(errors), "first_error": errors[0] if errors else None,
-            "rounds": [asdict(s) | {"errors": len(s.errors)} for s in got],
-        }
+        rows[name] = sample_row(samples[name])
     bare = rows.get("bare", {})
     for row in rows.values():
         if "failed" not in row and "turns_per_s" in bare:

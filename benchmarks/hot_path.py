@@ -61,16 +61,14 @@ import asyncio
 import gc
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import aiohttp
 import yaml
-from frameworks import Sample, machine, mock_server, server_cpu_s, timed
+from frameworks import Sample, machine, mock_server, sample_row, server_cpu_s, timed
 from rich.console import Console
 
 from testbed.backends.base import describe
@@ -240,15 +238,7 @@ def summarise(samples: dict[str, list[Sample]]) -> dict:
     """Per client: median turns/s, CPU ms per turn, server CPU share, errors; then the testbed's ratio and excess over bare."""
     rows: dict[str, dict] = {}
     for name, got in samples.items():
-        errors = [e for s in got for e in s.errors]
-        rows[name] = {
-            "turns_per_s": statistics.median(s.turns / s.wall_s for s in got),
-            "cpu_ms_per_turn": statistics.median(1000 * s.cpu_s / max(s.turns, 1) for s in got),
-            "server_cpu_share": statistics.median(s.server_cpu_s / s.wall_s for s in got),
-            "turns": sum(s.turns for s in got), "expected_turns": sum(s.expected for s in got),
-            "errors": len(errors), "first_error": errors[0] if errors else None,
-            "rounds": [asdict(s) | {"errors": len(s.errors)} for s in got],
-        }
+        rows[name] = sample_row(got)
     bare = rows["bare"]
     for name in CLIENTS[1:]:
         rows[name]["turns_ratio"] = rows[name]["turns_per_s"] / bare["turns_per_s"]
