@@ -2,7 +2,8 @@
 
 Nothing finished is lost (every episode stored before the kill is still there, unchanged), no
 episode is stored twice, every planned episode ends done, and the run's replica counts say which
-replica was taken out and how many requests each served.
+replica was taken out, that it handed requests on, and that every generation was served exactly
+once. How many the killed replica served before it died depends on timing, so it is not asserted.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def test_a_replica_killed_mid_run_loses_nothing_and_the_run_finishes_on_the_othe
         planned = conn.execute("SELECT planned_episodes FROM runs").fetchone()[0]
         episodes, distinct = conn.execute("SELECT COUNT(*), COUNT(DISTINCT episode_id) FROM episodes").fetchone()
         counts = conn.execute("SELECT url, served, retried, out_reason FROM replica_requests ORDER BY url").fetchall()
+        answers = conn.execute("SELECT COUNT(*) FROM shared_answers").fetchone()[0]
     assert episodes == distinct == planned and planned > len(before)
     assert all(status == "done" for status, _ in after.values())
     print("\nper-replica counts:", json.dumps([dict(zip(("url", "served", "retried", "out_reason"), c)) for c in counts], indent=1))
@@ -84,4 +86,5 @@ def test_a_replica_killed_mid_run_loses_nothing_and_the_run_finishes_on_the_othe
     alive = [c for c in counts if not c[0].endswith(f":{port}/v1")]
     assert len(killed) == len(alive) == 1
     assert killed[0][3] is not None and alive[0][3] is None
-    assert killed[0][1] > 0 and alive[0][1] > killed[0][1]
+    assert killed[0][2] >= 1, "no request was handed on from the killed replica"
+    assert killed[0][1] + alive[0][1] == answers + episodes, "every generation (shared answers, user turns) is served exactly once"
