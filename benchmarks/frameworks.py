@@ -292,6 +292,16 @@ def quiet() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def pin_client(parser: argparse.ArgumentParser, core: int) -> set[int]:
+    """Pin this process (the client) to `core` and return the cores left for the mock server; a core this process
+    may not use is a usage error."""
+    available = os.sched_getaffinity(0)
+    if core not in available:
+        parser.error(f"--client-core {core} is not among this process's cores {sorted(available)}")
+    os.sched_setaffinity(0, {core})
+    return (available - {core}) or {core}
+
+
 def main() -> None:
     """Parse arguments, pin the client, run every latency, print the tables (and write JSON when asked)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -307,11 +317,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args()
     quiet()
-    available = os.sched_getaffinity(0)
-    if args.client_core not in available:
-        p.error(f"--client-core {args.client_core} is not among this process's cores {sorted(available)}")
-    server_cores = (available - {args.client_core}) or {args.client_core}
-    os.sched_setaffinity(0, {args.client_core})
+    server_cores = pin_client(p, args.client_core)
     facts = machine(args.client_core, server_cores)
     print(f"client on core {args.client_core}, mock server on cores {sorted(server_cores)} of {facts['cpus_online']}; "
           f"python {facts['python']}; " + ", ".join(f"{k} {facts['packages'].get(k, '-')}" for k in PACKAGES), flush=True)

@@ -68,7 +68,7 @@ from pathlib import Path
 
 import aiohttp
 import yaml
-from frameworks import Sample, machine, mock_server, sample_row, server_cpu_s, timed
+from frameworks import Sample, machine, mock_server, pin_client, sample_row, server_cpu_s, timed
 from rich.console import Console
 
 from testbed.backends.base import describe
@@ -279,13 +279,9 @@ def main() -> None:
     p.add_argument("--client-core", type=int, default=0, help="the one core the client runs on (the server gets the rest)")
     p.add_argument("--json", type=Path, help="also write the full results (every round) here")
     args = p.parse_args()
-    available = os.sched_getaffinity(0)
-    if args.client_core not in available:
-        p.error(f"--client-core {args.client_core} is not among this process's cores {sorted(available)}")
     if args.conversations > 1319:
         p.error("--conversations is at most 1319 (one gsm8k opening each)")
-    server_cores = (available - {args.client_core}) or {args.client_core}
-    os.sched_setaffinity(0, {args.client_core})
+    server_cores = pin_client(p, args.client_core)
     facts = machine(args.client_core, server_cores)
     print(f"client on core {args.client_core}, mock server on cores {sorted(server_cores)} of {facts['cpus_online']}; "
           f"python {facts['python']}; aiohttp {facts['packages'].get('aiohttp', '-')}", flush=True)
