@@ -2,8 +2,9 @@
 
 Target: 1,000 turns/s on one core (issue 12). The process is pinned to one core with one BLAS
 thread, items come from the labelled training set (or the gold file when it is absent), repeated
-to `--turns`, and the best of `--rounds` timed passes is reported. Featurising includes the rules
-(the learned judge reads their features), the static embeddings and the linear model. Prints one JSON line.
+to `--turns`, and the best of `--rounds` timed passes is reported for each model file (by default
+learned-2, the boosted trees, and learned-1, the linear model) and for the rules. Each learned
+figure includes featurising (the rules' features, the static embeddings) and the model. Prints one JSON line.
 
     .venv/bin/python benchmarks/learned_judge.py
     .venv/bin/python benchmarks/learned_judge.py --turns 20000 --rounds 5 --core 1
@@ -28,7 +29,7 @@ from testbed.judges.verdict import JudgeInput  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = REPO / "judges" / "training" / "labels.jsonl"
 GOLD = REPO.parent / "shared" / "gold" / "dev.jsonl"
-MODEL = REPO / "judges" / "models" / "learned-1.json"
+MODELS = [REPO / "judges" / "models" / "learned-2.json", REPO / "judges" / "models" / "learned-1.json"]
 
 
 def items(path: Path, n: int) -> list[JudgeInput]:
@@ -54,17 +55,19 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--core", type=int, default=0)
-    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--model", type=Path, nargs="+", default=MODELS, help="model files to time, side by side")
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.core})
     source = TRAINING if TRAINING.exists() else GOLD
     work = items(source, args.turns)
-    judge = LearnedJudge("learned", args.model)
-    judge.judge_many(work[:100])
-    learned = best_rate(judge.judge_many, work, args.rounds)
+    rates = {}
+    for path in args.model:
+        judge = LearnedJudge("learned", path)
+        judge.judge_many(work[:100])
+        rates[judge.version] = round(best_rate(judge.judge_many, work, args.rounds))
     rules = best_rate(lambda w: [classify(i.question, i.assistant, i.user_turn) for i in w], work, args.rounds)
-    print(json.dumps({"turns": len(work), "source": source.name, "core": args.core, "model": judge.version,
-                      "learned_turns_per_s": round(learned), "local_turns_per_s": round(rules)}))
+    print(json.dumps({"turns": len(work), "source": source.name, "core": args.core, "learned_turns_per_s": rates,
+                      "local_turns_per_s": round(rules)}))
 
 
 if __name__ == "__main__":

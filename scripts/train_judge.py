@@ -1,11 +1,12 @@
 """Train the learned local judge: one seeded, reproducible command.
 
-    .venv/bin/python scripts/train_judge.py                      # judges/training/labels.jsonl -> judges/models/learned-1.json
+    .venv/bin/python scripts/train_judge.py                      # judges/training/labels.jsonl -> judges/models/learned-2.json
+    .venv/bin/python scripts/train_judge.py --kind linear --version linear-x --out /tmp/linear-x.json   # the linear kind, for comparison
 
-Chooses C, class weighting and the follow-up threshold by 5-fold cross-validation grouped by
-question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
+Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
+weighting) and the follow-up threshold by 5-fold cross-validation grouped by question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
 report inside, and its cross-validated follow-up error counts beside it (`testbed report RUN --judge
-learned --correct-with judges/models/learned-1.cv-error-rates.json`). It never reads the gold dev set; score that once with
+learned --correct-with judges/models/learned-2.cv-error-rates.json`). It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
 
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
-from testbed.analysis.judge_training import train
+from testbed.analysis.judge_training import GRIDS, train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,17 +26,18 @@ def main() -> None:
     """Train, report the CV figures, save."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT / "judges" / "training" / "labels.jsonl")
-    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-1.json")
-    parser.add_argument("--version", default="learned-1")
+    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-2.json")
+    parser.add_argument("--version", default="learned-2")
+    parser.add_argument("--kind", choices=sorted(GRIDS), default="trees", help="boosted trees (default) or linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    model, report = train(args.data, args.version, default_embedder(), seed=args.seed)
+    model, report = train(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
     errors.write_text(json.dumps({"judge": "learned", **report["cv_error_counts"]}, indent=2) + "\n")
     chosen = report["chosen"]
-    print(json.dumps({k: chosen[k] for k in ("C", "class_weight", "threshold", "kappa", "followup_f1", "followup_precision",
+    print(json.dumps({k: chosen[k] for k in ("params", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
           f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} (for report --correct-with)")

@@ -1,6 +1,6 @@
 """Training the learned judge: grouped cross-validation by question, a seeded fit, the model file.
 
-Model choice (the regularisation strength C and class weighting) and the follow-up threshold are
+Two model kinds: boosted trees (the default) and a linear model. Their settings and the follow-up threshold are
 chosen on out-of-fold predictions of a GroupKFold by question, so no question's turns are both
 trained on and scored. Nothing here reads the gold dev set: that is scored once, afterwards, by
 `testbed eval-judge`. scikit-learn is needed to train only; judging uses the saved weights.
@@ -20,11 +20,15 @@ from testbed.analysis.correction import JudgeErrorRates
 from testbed.judges.learned.embedding import StaticEmbedder
 from testbed.judges.learned.features import featurise
 from testbed.judges.learned.model import LinearModel
+from testbed.judges.learned.trees import BoostedTrees
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
 
-GRID_C = (0.01, 0.03, 0.1, 0.3, 1.0)
-WEIGHTS = (None, "balanced")
+LINEAR_GRID = tuple({"C": c, "class_weight": w} for c in (0.01, 0.03, 0.1, 0.3, 1.0) for w in (None, "balanced"))
+TREE_GRID = tuple({"learning_rate": lr, "max_iter": n, "max_leaf_nodes": leaves, "l2_regularization": 1.0}
+                  for lr, n, leaves in ((0.05, 200, 15), (0.1, 100, 15), (0.05, 100, 31), (0.03, 300, 7)))
+GRIDS = {"linear": LINEAR_GRID, "trees": TREE_GRID}
+"""Model kinds and the settings cross-validation chooses among."""
 FOLDS = 5
 
 
@@ -46,25 +50,29 @@ def load_labelled(path: Path, embedder: StaticEmbedder) -> Labelled:
     return Labelled(x, [r["label"] for r in rows], [r["question"] for r in rows], rows)
 
 
-def _fit(x: np.ndarray, y: list[str], c: float, weight, seed: int):
+def _fit(kind: str, x: np.ndarray, y: list[str], params: dict, seed: int):
+    """A fitted scikit-learn classifier (`predict_proba`, `classes_`) of this kind and settings."""
+    if kind == "trees":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return HistGradientBoostingClassifier(**params, early_stopping=False, random_state=seed).fit(x, y)
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=c, class_weight=weight, max_iter=3000, random_state=seed).fit(scaler.transform(x), y)
-    return scaler, model
+    return make_pipeline(StandardScaler(), LogisticRegression(**params, max_iter=3000, random_state=seed)).fit(x, y)
 
 
-def _full_proba(model, scaler, x: np.ndarray, classes: list[str]) -> np.ndarray:
+def _full_proba(model, x: np.ndarray, classes: list[str]) -> np.ndarray:
     """Probabilities over every class, zero for a class missing from this fold's training part."""
     out = np.zeros((len(x), len(classes)))
-    got = model.predict_proba(scaler.transform(x))
+    got = model.predict_proba(x)
     for k, c in enumerate(model.classes_):
         out[:, classes.index(c)] = got[:, k]
     return out
 
 
-def out_of_fold(data: Labelled, c: float, weight, seed: int) -> np.ndarray:
+def out_of_fold(data: Labelled, kind: str, params: dict, seed: int) -> np.ndarray:
     """Out-of-fold class probabilities (taxonomy order) of a GroupKFold by question."""
     from sklearn.model_selection import GroupKFold
 
@@ -72,8 +80,7 @@ def out_of_fold(data: Labelled, c: float, weight, seed: int) -> np.ndarray:
     proba = np.zeros((len(data.labels), len(classes)))
     y = np.asarray(data.labels)
     for train, test in GroupKFold(n_splits=FOLDS, shuffle=True, random_state=seed).split(data.x, y, data.groups):
-        scaler, model = _fit(data.x[train], list(y[train]), c, weight, seed)
-        proba[test] = _full_proba(model, scaler, data.x[test], classes)
+        proba[test] = _full_proba(_fit(kind, data.x[train], list(y[train]), params, seed), data.x[test], classes)
     return proba
 
 
@@ -126,35 +133,43 @@ def calibration_error(p_followup: np.ndarray, truth: list[bool], bins: int = 10)
     return float(total / len(p_followup)) if len(p_followup) else float("nan")
 
 
-def train(path: Path, version: str, embedder: StaticEmbedder, *, seed: int = 0, log=print) -> tuple[LinearModel, dict]:
-    """Choose C, weighting and threshold by grouped CV, refit on everything, and return the model and the CV report."""
+def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
+          log=print) -> tuple[LinearModel | BoostedTrees, dict]:
+    """Choose settings and threshold by grouped CV, refit on everything, and return the model and the CV report."""
+    if kind not in GRIDS:
+        raise ValueError(f"unknown model kind {kind!r}; use one of {', '.join(GRIDS)}")
     data = load_labelled(path, embedder)
-    trials = []
-    for c in GRID_C:
-        for weight in WEIGHTS:
-            proba = out_of_fold(data, c, weight, seed)
-            t = best_threshold(data.labels, proba)
-            s = scores(data.labels, decide(proba, t))
-            trials.append({"C": c, "class_weight": weight, "threshold": t, **s})
-            log(f"C={c:<5} weight={str(weight):<8} threshold={t:.3f}  κ={s['kappa']:.3f}  follow-up F1={s['followup_f1']:.3f}")
-    best = max(trials, key=lambda r: (r["kappa"] + r["followup_f1"]) / 2)
-    proba = out_of_fold(data, best["C"], best["class_weight"], seed)
+    trials, oof = [], {}
+    for k, params in enumerate(GRIDS[kind]):
+        oof[k] = out_of_fold(data, kind, params, seed)
+        t = best_threshold(data.labels, oof[k])
+        s = scores(data.labels, decide(oof[k], t))
+        trials.append({"params": params, "threshold": t, **s})
+        log(f"{kind} {json.dumps(params)} threshold={t:.3f}  κ={s['kappa']:.3f}  follow-up F1={s['followup_f1']:.3f}")
+    chosen = max(range(len(trials)), key=lambda k: (trials[k]["kappa"] + trials[k]["followup_f1"]) / 2)
+    best, proba = trials[chosen], oof[chosen]
     predicted = decide(proba, best["threshold"])
-    per_label = compare(predicted, data.labels, list(taxonomy().labels)).per_label
-    scaler, model = _fit(data.x, data.labels, best["C"], best["class_weight"], seed)
     classes = list(taxonomy().labels)
-    weights = np.zeros((data.x.shape[1], len(classes)), dtype=np.float32)
+    per_label = compare(predicted, data.labels, classes).per_label
+    fu = taxonomy().followup_label
+    ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
+    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
+    report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
+              "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors),
+              "cv_calibration_error": round(ece, 4)}
+    fitted = _fit(kind, data.x, data.labels, best["params"], seed)
+    if kind == "trees":
+        return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report
+    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report
+
+
+def _linear(pipeline, classes: list[str], version: str, threshold: float, embedding: str, report: dict, dim: int) -> LinearModel:
+    scaler, model = pipeline[0], pipeline[-1]
+    weights = np.zeros((dim, len(classes)), dtype=np.float32)
     bias = np.full(len(classes), -30.0, dtype=np.float32)
     for k, c in enumerate(model.classes_):
         weights[:, classes.index(c)] = model.coef_[k]
         bias[classes.index(c)] = model.intercept_[k]
-    fu = taxonomy().followup_label
-    ece = calibration_error(proba[:, list(taxonomy().labels).index(fu)], [r == fu for r in data.labels])
-    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
-    report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
-              "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors),
-              "cv_calibration_error": round(ece, 4)}
-    linear = LinearModel(version, classes, scaler.mean_.astype(np.float32), np.where(scaler.scale_ > 0, scaler.scale_, 1.0).astype(np.float32),
-                         weights, bias, best["threshold"], embedder.fingerprint, report)
-    return linear, report
+    return LinearModel(version, classes, scaler.mean_.astype(np.float32), np.where(scaler.scale_ > 0, scaler.scale_, 1.0).astype(np.float32),
+                       weights, bias, threshold, embedding, report)

@@ -10,7 +10,7 @@ import pytest
 from testbed.analysis import judge_training as training
 from testbed.judges.learned.embedding import default_embedder
 from testbed.judges.learned.judge import LearnedJudge, ModelMismatch
-from testbed.judges.learned.model import LinearModel
+from testbed.judges.learned.model import load_model
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
 
@@ -33,13 +33,26 @@ def synthetic_rows(n: int) -> list[dict]:
     return rows
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("learned")
+SMALL_GRIDS = {"linear": ({"C": 0.1, "class_weight": None}, {"C": 1.0, "class_weight": None}),
+               "trees": ({"learning_rate": 0.1, "max_iter": 20, "max_leaf_nodes": 7, "l2_regularization": 1.0},
+                         {"learning_rate": 0.2, "max_iter": 10, "max_leaf_nodes": 7, "l2_regularization": 1.0})}
+
+
+def _train(folder, kind: str):
     data = folder / "labels.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(160)))
-    training.GRID_C, training.WEIGHTS = (0.1, 1.0), (None,)
-    model, report = training.train(data, "learned-test", default_embedder(), seed=1, log=lambda _: None)
+    grids = training.GRIDS
+    training.GRIDS = SMALL_GRIDS
+    try:
+        return training.train(data, "learned-test", default_embedder(), kind=kind, seed=1, log=lambda _: None)
+    finally:
+        training.GRIDS = grids
+
+
+@pytest.fixture(scope="module", params=["linear", "trees"])
+def trained(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"learned-{request.param}")
+    model, report = _train(folder, request.param)
     path = folder / "model.json"
     model.save(path)
     return path, report
@@ -50,17 +63,16 @@ def test_training_reports_grouped_cv_and_saves_a_small_versioned_model(trained):
     assert report["folds"] == 5 and report["turns"] == 160 and report["questions"] == 160
     assert len(report["trials"]) == 2 and report["chosen"]["kappa"] > 0.9, "the synthetic labels are separable"
     assert path.stat().st_size < 200_000
-    loaded = LinearModel.load(path)
+    loaded = load_model(path)
+    assert type(loaded).__name__ == {"linear": "LinearModel", "trees": "BoostedTrees"}[report["kind"]]
     assert loaded.version == "learned-test" and loaded.meta["data_sha256"] == report["data_sha256"]
     assert loaded.classes == list(taxonomy().labels)
 
 
 def test_the_same_seed_and_data_give_the_same_model(trained, tmp_path):
-    path, _ = trained
-    data = tmp_path / "labels.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(160)))
-    again, _ = training.train(data, "learned-test", default_embedder(), seed=1, log=lambda _: None)
-    assert again.digest == LinearModel.load(path).digest
+    path, report = trained
+    again, _ = _train(tmp_path, report["kind"])
+    assert again.digest == load_model(path).digest
 
 
 def test_verdicts_carry_both_decisions_a_probability_and_a_reason(trained):
@@ -83,18 +95,23 @@ def test_probabilities_match_the_threshold_rule(trained):
     items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
     proba, _ = judge.probabilities(items)
     assert np.allclose(proba.sum(axis=1), 1, atol=1e-5)
-    expected = training.decide(proba, judge.linear.followup_threshold)
+    expected = training.decide(proba, judge.trained.followup_threshold)
     assert [v.label for v in judge.judge_many(items)] == expected, "the judge decides as the trainer scored it"
 
 
 def test_a_model_made_with_another_embedding_is_refused(trained, tmp_path):
     path, _ = trained
-    model = LinearModel.load(path)
+    model = load_model(path)
     model.embedding = "0" * 12
     other = tmp_path / "other.json"
     model.save(other)
     with pytest.raises(ModelMismatch, match="retrain"):
         LearnedJudge("learned", other)
+
+
+def test_an_unknown_model_kind_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown model kind 'forest'; use one of linear, trees"):
+        training.train(tmp_path / "labels.jsonl", "x", default_embedder(), kind="forest")
 
 
 def test_calibration_error_is_zero_for_calibrated_and_large_for_overconfident_probabilities():

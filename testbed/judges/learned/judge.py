@@ -1,4 +1,4 @@
-"""The `learned` judge kind: the trained linear model behind the common judge interface.
+"""The `learned` judge kind: a trained model (linear or boosted trees) behind the common judge interface.
 
 Every verdict carries the 8-way label (the most probable class), the follow-up decision (the
 calibrated P(genuine_followup) against the model's threshold), that probability, and a reason
@@ -17,7 +17,7 @@ import numpy as np
 
 from testbed.judges.learned.embedding import StaticEmbedder, default_embedder
 from testbed.judges.learned.features import featurise
-from testbed.judges.learned.model import LinearModel
+from testbed.judges.learned.model import load_model
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.specs.errors import SpecError
@@ -45,13 +45,13 @@ class LearnedJudge:
     def __init__(self, name: str, model_path: Path, embedder: StaticEmbedder | None = None):
         self.name = name
         self.path = model_path
-        self.linear = LinearModel.load(model_path)
+        self.trained = load_model(model_path)
         self.embedder = embedder or default_embedder()
-        if self.embedder.fingerprint != self.linear.embedding:
-            raise ModelMismatch(model_path, "embedding", f"trained with embedding table {self.linear.embedding}, this installation "
+        if self.embedder.fingerprint != self.trained.embedding:
+            raise ModelMismatch(model_path, "embedding", f"trained with embedding table {self.trained.embedding}, this installation "
                                 f"has {self.embedder.fingerprint}", "retrain with scripts/train_judge.py")
-        self.version = f"{self.linear.version}+{self.linear.digest}"
-        self._followup = self.linear.classes.index(FOLLOWUP)
+        self.version = f"{self.trained.version}+{self.trained.digest}"
+        self._followup = self.trained.classes.index(FOLLOWUP)
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -61,7 +61,7 @@ class LearnedJudge:
     def probabilities(self, items: Sequence[JudgeInput]) -> tuple[np.ndarray, list[str]]:
         """Class probabilities (rows in `items` order, columns in the model's class order) and the rules' labels."""
         features, rules = featurise(items, self.embedder)
-        return self.linear.probabilities(features), rules
+        return self.trained.probabilities(features), rules
 
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
         """Verdicts on many turns, in order."""
@@ -79,17 +79,17 @@ class LearnedJudge:
 
     def _verdict(self, p: np.ndarray, rule: str) -> Verdict:
         order = np.argsort(-p)
-        top, second = self.linear.classes[order[0]], self.linear.classes[order[1]]
+        top, second = self.trained.classes[order[0]], self.trained.classes[order[1]]
         p_followup = float(p[self._followup])
-        followup = p_followup >= self.linear.followup_threshold
+        followup = p_followup >= self.trained.followup_threshold
         label = top
         if followup and label != FOLLOWUP:
             label = FOLLOWUP
         elif not followup and label == FOLLOWUP:
             label = second
         reason = f"p(followup)={p_followup:.2f}; {top} {p[order[0]]:.2f}, {second} {p[order[1]]:.2f}; rules: {rule}"
-        raw = json.dumps({"p_followup": round(p_followup, 4), "threshold": self.linear.followup_threshold,
-                          "probabilities": {c: round(float(v), 4) for c, v in zip(self.linear.classes, p)}})
+        raw = json.dumps({"p_followup": round(p_followup, 4), "threshold": self.trained.followup_threshold,
+                          "probabilities": {c: round(float(v), 4) for c, v in zip(self.trained.classes, p)}})
         return Verdict(label=label, followup=followup, reason=reason, raw=raw)
 
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:

@@ -1,4 +1,4 @@
-"""The learned judge's model: standardised features, a multinomial linear layer, a follow-up threshold.
+"""The learned judge's linear model (standardised features, a multinomial linear layer, a follow-up threshold), and `load_model`.
 
 Stored as one small JSON file (weights rounded to 6 significant digits) with its version, what
 it was trained on, its cross-validated figures and the embedding it expects, so a label says
@@ -11,8 +11,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from testbed.judges.learned.trees import BoostedTrees
 
 
 @dataclass
@@ -69,3 +73,11 @@ class LinearModel:
 
 def _rounded(a: np.ndarray) -> list:
     return np.vectorize(lambda x: float(f"{x:.6g}"))(a).tolist() if a.size else a.tolist()
+
+
+def load_model(path: Path) -> "LinearModel | BoostedTrees":
+    """The model in a file written by either model's `save`: boosted trees when it says so, else linear (learned-1's format)."""
+    from testbed.judges.learned.trees import KIND, BoostedTrees
+
+    blob = json.loads(path.read_text(encoding="utf-8"))
+    return BoostedTrees.from_blob(blob) if blob.get("kind") == KIND else LinearModel.load(path)
