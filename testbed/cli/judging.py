@@ -83,7 +83,7 @@ def agree(
             table.add_row(r.label, *(f"{x:.2f}" if x == x else "n/a" for x in (r.precision, r.recall, r.f1)), str(r.support))
         console.print(table)
         console.print(f"confusion (rows {a}, columns {b}):")
-        console.print(ag.confusion.to_string())
+        console.print(ag.confusion.to_string(), soft_wrap=True)
     if more:
         names = [a, b, *more]
         use_labels = all(frames[n].notna().all() for n in names)
@@ -118,11 +118,11 @@ def eval_judge(
     references = [label for _, label in rows]
     result = evaluate(verdicts, references)
     if result.labels is not None:
-        console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+        console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
     table = per_condition_rates(verdicts, references, gold_conditions(gold))
     if len(table) > 1:
         console.print("follow-up rate per condition (reference beside judge):")
-        console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+        console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
     rates = error_rates(verdicts, references, str(gold))
     console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f} "
                   f"sensitivity={rates.sensitivity:.3f} specificity={rates.specificity:.3f}")
