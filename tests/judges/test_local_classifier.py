@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -214,3 +215,16 @@ def test_agreement_with_gold() -> None:
     pred = [v.label for v in verdicts]
     assert _kappa(gold, pred) >= 0.6
     assert _f1([g == "genuine_followup" for g in gold], [bool(v.followup) for v in verdicts]) >= 0.8
+
+
+def test_features_do_not_depend_on_the_string_hash_seed():
+    """Ties among equally long novel words were broken by set order, so a feature could change between runs."""
+    import subprocess
+    import sys
+
+    probe = ("from testbed.judges.local.judge import analyse; "
+             "_, f, _, o = analyse('Tell me a story.', 'It was an extraordinary, unprecedented afternoon.', "
+             "'extra ordin zzzzz qqqqq wwwww unpre cedent'); print(o.a_only_frac, o.novel_frac, o.dwell)")
+    seen = {subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           capture_output=True, text=True, check=True).stdout for seed in range(8)}
+    assert len(seen) == 1, seen

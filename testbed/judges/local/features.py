@@ -244,11 +244,11 @@ def origin(f: TurnFeatures, ctx: Context) -> Origin:
     novel = content.difference(ctx.q_content, ctx.a_content)
     fragments = 0
     if novel and f.n_words < SHORT_TURN:
-        fragments = sum(1 for w in sorted(novel, key=len, reverse=True)[:FRAGMENT_CHECKS] if len(w) >= 5 and w in ctx.a_vocab)
+        fragments = sum(1 for w in sorted(novel, key=lambda w: (-len(w), w))[:FRAGMENT_CHECKS] if len(w) >= 5 and w in ctx.a_vocab)
     weight, q_weight = ctx.a_weight, ctx.q_weight
     return Origin(
         a_only_frac=(len(content & ctx.a_only) + fragments) / n,
         novel_frac=(len(novel) - fragments) / n,
         ask_cover=min(1.0, len(content & ctx.ask) / ctx.ask_size) if ctx.ask_size else 0.0,
-        dwell=sum([max(0.0, weight[w] - q_weight.get(w, 0.0)) for w in content & weight.keys()]) / n,
+        dwell=sum([max(0.0, weight[w] - q_weight.get(w, 0.0)) for w in sorted(content & weight.keys())]) / n,
     )
