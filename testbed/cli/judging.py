@@ -28,7 +28,7 @@ def _load_judge(judge: str, model: str | None):
 @app.command()
 def judge(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="local | followup | failure-modes | a judge spec path")] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", help="local | learned | learned-1 | followup | failure-modes | a judge spec path")] = "local",
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on, replacing the spec's")] = None,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -96,7 +96,7 @@ def agree(
 @app.command("eval-judge")
 def eval_judge(
     gold: Annotated[Path, typer.Argument(help="JSONL with question, assistant, user_turn, label per line", exists=True, dir_okay=False)],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="local | followup | failure-modes | a judge spec path")] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", help="local | learned | learned-1 | followup | failure-modes | a judge spec path")] = "local",
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
 ) -> None:
