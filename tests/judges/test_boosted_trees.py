@@ -51,3 +51,25 @@ def test_two_classes_are_refused():
     model = HistGradientBoostingClassifier(max_iter=3).fit(x, ["a"] * 10 + ["b"] * 10)
     with pytest.raises(ValueError, match="at least three classes"):
         BoostedTrees.from_sklearn(model, CLASSES, "t", 0.5, "emb", {})
+
+
+@pytest.mark.parametrize("damage, field", [
+    (lambda text, blob: text[: len(text) // 2], "(file)"),
+    (lambda text, blob: "[1, 2]", "(top level)"),
+    (lambda text, blob: json.dumps({k: v for k, v in blob.items() if k != "roots"}), "roots"),
+    (lambda text, blob: json.dumps({**blob, "left": blob["left"][:-1]}), "boosted_trees"),
+    (lambda text, blob: json.dumps({**blob, "right": [10 ** 9] * len(blob["right"])}), "boosted_trees"),
+    (lambda text, blob: json.dumps({**blob, "kind": "linear-ish"}), "mean"),
+])
+def test_a_damaged_model_file_gets_one_clear_message(tmp_path, damage, field):
+    from testbed.judges.learned.model import BadModelFile, load_model
+
+    model, _ = _fitted()
+    path = tmp_path / "trees.json"
+    BoostedTrees.from_sklearn(model, CLASSES, "t-1", 0.4, "emb", {}).save(path)
+    text = path.read_text()
+    path.write_text(damage(text, json.loads(text)))
+    with pytest.raises(BadModelFile) as caught:
+        load_model(path)
+    message = str(caught.value)
+    assert str(path) in message and f"`{field}`" in message and "scripts/train_judge.py" in message

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from testbed.specs.errors import SpecError
+
 if TYPE_CHECKING:
     from testbed.judges.learned.trees import BoostedTrees
 
@@ -60,8 +62,14 @@ class LinearModel:
     @classmethod
     def load(cls, path: Path) -> "LinearModel":
         """Read a model written by `save`."""
-        blob = json.loads(path.read_text(encoding="utf-8"))
+        return cls.from_blob(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_blob(cls, blob: dict) -> "LinearModel":
+        """The model from the dict `to_json` wrote."""
         arrays = {k: np.asarray(blob[k], dtype=np.float32) for k in ("mean", "scale", "weights", "bias")}
+        if arrays["weights"].shape != (len(arrays["mean"]), len(blob["classes"])) or arrays["scale"].shape != arrays["mean"].shape:
+            raise ValueError("the weight, mean and scale arrays do not fit together")
         return cls(blob["version"], blob["classes"], followup_threshold=float(blob["followup_threshold"]),
                    embedding=blob["embedding"], meta=blob.get("meta", {}), **arrays)
 
@@ -75,9 +83,24 @@ def _rounded(a: np.ndarray) -> list:
     return np.vectorize(lambda x: float(f"{x:.6g}"))(a).tolist() if a.size else a.tolist()
 
 
+class BadModelFile(SpecError):
+    """A model file that is not JSON or lacks what its kind needs; the message names the file and the fix."""
+
+
 def load_model(path: Path) -> "LinearModel | BoostedTrees":
     """The model in a file written by either model's `save`: boosted trees when it says so, else linear (learned-1's format)."""
     from testbed.judges.learned.trees import KIND, BoostedTrees
 
-    blob = json.loads(path.read_text(encoding="utf-8"))
-    return BoostedTrees.from_blob(blob) if blob.get("kind") == KIND else LinearModel.load(path)
+    fix = "retrain it with scripts/train_judge.py, or restore the file from git"
+    try:
+        blob = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadModelFile(path, "(file)", f"cannot be read as a model: {exc}", fix) from None
+    if not isinstance(blob, dict):
+        raise BadModelFile(path, "(top level)", "is not a JSON object", fix)
+    try:
+        return BoostedTrees.from_blob(blob) if blob.get("kind") == KIND else LinearModel.from_blob(blob)
+    except KeyError as exc:
+        raise BadModelFile(path, str(exc.args[0]), "missing", fix) from None
+    except (TypeError, ValueError) as exc:
+        raise BadModelFile(path, str(blob.get("kind", "linear")), f"malformed model: {exc}", fix) from None

@@ -113,6 +113,12 @@ class BoostedTrees:
     def from_blob(cls, blob: dict) -> "BoostedTrees":
         """The model from the dict `to_json` wrote."""
         ints = {k: np.asarray(blob[k], dtype=np.int64) for k in ("tree_class", "roots", "feature", "left", "right")}
+        nodes = len(ints["feature"])
+        if not all(len(blob[k]) == nodes for k in ("threshold", "left", "right", "value", "missing_left")) or \
+                len(ints["roots"]) != len(ints["tree_class"]) or len(blob["baseline"]) != len(blob["classes"]):
+            raise ValueError("the node arrays do not have one entry per node, or the trees and classes do not match")
+        if nodes and (max(ints["left"].max(), ints["right"].max(), ints["roots"].max()) >= nodes or ints["tree_class"].max() >= len(blob["classes"])):
+            raise ValueError("a node, root or class index points past its array")
         return cls(blob["version"], blob["classes"], np.asarray(blob["baseline"], dtype=np.float64), ints["tree_class"], ints["roots"],
                    ints["feature"], np.asarray(blob["threshold"], dtype=np.float32).astype(np.float64), ints["left"], ints["right"],
                    np.asarray(blob["value"], dtype=np.float64), np.asarray(blob["missing_left"], dtype=bool),
