@@ -21,8 +21,27 @@ if TYPE_CHECKING:
     from testbed.judges.learned.trees import BoostedTrees
 
 
+class SavedModel:
+    """What both model kinds share: `save` and `digest`, built on the kind's own `to_json`."""
+
+    def to_json(self) -> str:
+        """The model as canonical JSON; each kind writes its own."""
+        raise NotImplementedError
+
+    def save(self, path: Path) -> None:
+        """Write the model atomically."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the whole model: two files with the same digest judge alike."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
+
+
 @dataclass
-class LinearModel:
+class LinearModel(SavedModel):
     """A trained judge: per-class weights over standardised features, and the follow-up threshold."""
 
     version: str
@@ -53,12 +72,6 @@ class LinearModel:
                 "mean": _rounded(self.mean), "scale": _rounded(self.scale), "weights": _rounded(self.weights), "bias": _rounded(self.bias)}
         return json.dumps(blob, separators=(",", ":"), sort_keys=True)
 
-    def save(self, path: Path) -> None:
-        """Write the model atomically."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(path)
-
     @classmethod
     def load(cls, path: Path) -> "LinearModel":
         """Read a model written by `save`."""
@@ -72,11 +85,6 @@ class LinearModel:
             raise ValueError("the weight, mean and scale arrays do not fit together")
         return cls(blob["version"], blob["classes"], followup_threshold=float(blob["followup_threshold"]),
                    embedding=blob["embedding"], meta=blob.get("meta", {}), **arrays)
-
-    @property
-    def digest(self) -> str:
-        """A short hash of the whole model: two files with the same digest judge alike."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
 
 
 def _rounded(a: np.ndarray) -> list:

@@ -9,18 +9,18 @@ leaf values per class, and takes a softmax, so judging needs neither scikit-lear
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
+
+from testbed.judges.learned.model import SavedModel
 
 KIND = "boosted_trees"
 
 
 @dataclass
-class BoostedTrees:
+class BoostedTrees(SavedModel):
     """A trained judge of boosted trees; `probabilities` gives class probabilities per turn."""
 
     version: str
@@ -103,12 +103,6 @@ class BoostedTrees:
                 "value": _rounded(self.value), "missing_left": self.missing_left.astype(int).tolist()}
         return json.dumps(blob, separators=(",", ":"), sort_keys=True)
 
-    def save(self, path: Path) -> None:
-        """Write the model atomically."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(path)
-
     @classmethod
     def from_blob(cls, blob: dict) -> "BoostedTrees":
         """The model from the dict `to_json` wrote."""
@@ -123,11 +117,6 @@ class BoostedTrees:
                    ints["feature"], np.asarray(blob["threshold"], dtype=np.float32).astype(np.float64), ints["left"], ints["right"],
                    np.asarray(blob["value"], dtype=np.float64), np.asarray(blob["missing_left"], dtype=bool),
                    float(blob["followup_threshold"]), blob["embedding"], blob.get("meta", {}), int(blob["depth"]))
-
-    @property
-    def digest(self) -> str:
-        """A short hash of the whole model: two files with the same digest judge alike."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
 
 
 def _float32_floor(t: np.ndarray) -> np.ndarray:
