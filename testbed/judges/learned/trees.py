@@ -17,6 +17,8 @@ import numpy as np
 from testbed.judges.learned.model import SavedModel
 
 KIND = "boosted_trees"
+ROWS = 256
+"""Turns walked together: a (rows × trees) node matrix of 256 rows is about 3 MB for learned-2."""
 
 
 @dataclass
@@ -49,8 +51,14 @@ class BoostedTrees(SavedModel):
         self._per_class[np.arange(len(self.tree_class)), self.tree_class] = 1.0
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
-        """Class probabilities, one row per turn."""
-        x = np.asarray(features, dtype=np.float32).astype(np.float64)
+        """Class probabilities, one row per turn, walked `ROWS` rows at a time so memory stays small."""
+        x = np.asarray(features, dtype=np.float32)
+        if len(x) <= ROWS:
+            return self._probabilities(x)
+        return np.concatenate([self._probabilities(x[k:k + ROWS]) for k in range(0, len(x), ROWS)])
+
+    def _probabilities(self, features: np.ndarray) -> np.ndarray:
+        x = features.astype(np.float64)
         flat = x.ravel()
         base = (np.arange(len(x)) * x.shape[1])[:, None]
         node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
