@@ -7,7 +7,6 @@ exactly which model made it. Prediction is numpy only: a matrix product and a so
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,29 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from testbed.judges.learned.saved import SavedModel
 from testbed.specs.errors import SpecError
 
 if TYPE_CHECKING:
     from testbed.judges.learned.trees import BoostedTrees
-
-
-class SavedModel:
-    """What both model kinds share: `save` and `digest`, built on the kind's own `to_json`."""
-
-    def to_json(self) -> str:
-        """The model as canonical JSON; each kind writes its own."""
-        raise NotImplementedError
-
-    def save(self, path: Path) -> None:
-        """Write the model atomically."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(path)
-
-    @property
-    def digest(self) -> str:
-        """A short hash of the whole model: two files with the same digest judge alike."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:10]
 
 
 @dataclass

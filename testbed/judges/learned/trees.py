@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from testbed.judges.learned.model import SavedModel
+from testbed.judges.learned.saved import SavedModel
 
 KIND = "boosted_trees"
 ROWS = 256
