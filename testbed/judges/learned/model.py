@@ -54,11 +54,6 @@ class LinearModel(SavedModel):
         return json.dumps(blob, separators=(",", ":"), sort_keys=True)
 
     @classmethod
-    def load(cls, path: Path) -> "LinearModel":
-        """Read a model written by `save`."""
-        return cls.from_blob(json.loads(path.read_text(encoding="utf-8")))
-
-    @classmethod
     def from_blob(cls, blob: dict) -> "LinearModel":
         """The model from the dict `to_json` wrote."""
         arrays = {k: np.asarray(blob[k], dtype=np.float32) for k in ("mean", "scale", "weights", "bias")}
