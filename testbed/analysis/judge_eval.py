@@ -114,3 +114,28 @@ def error_rates(verdicts: list[Verdict], references: list[str], source: str):
     t = taxonomy()
     pairs = [(bool(v.followup), t.is_followup(r)) for v, r in zip(verdicts, references) if v.scored]
     return JudgeErrorRates.from_pairs([p for p, _ in pairs], [r for _, r in pairs], source)
+
+
+HAND_SHARES = (0.0, 0.1, 0.2, 0.3, 0.5)
+"""Shares of the turns, least sure first, that `hand_labelling_curve` gives to people."""
+
+
+def hand_labelling_curve(predicted: list[str], references: list[str], margins: list[float | None],
+                         shares: tuple[float, ...] = HAND_SHARES) -> pd.DataFrame:
+    """Agreement with the references when the least sure share of turns is labelled by hand (taking the reference label).
+
+    Turns are taken in order of margin (smallest first; a turn without one is never taken), so
+    the curve says how many hand labels buy how much agreement when `replay --uncertain-first`
+    orders the queue. A person is taken to agree with the reference, so it is a ceiling.
+    """
+    fu = taxonomy().is_followup
+    order = sorted((m, i) for i, m in enumerate(margins) if m is not None)
+    rows = []
+    for share in shares:
+        k = min(round(share * len(predicted)), len(order))
+        labels = list(predicted)
+        for _, i in order[:k]:
+            labels[i] = references[i]
+        rows.append({"share_by_hand": share, "turns_by_hand": k, "kappa": cohen_kappa(labels, references),
+                     "followup_f1": f1_binary([fu(x) for x in labels], [fu(x) for x in references])})
+    return pd.DataFrame(rows)

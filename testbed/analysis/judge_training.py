@@ -17,6 +17,7 @@ import numpy as np
 
 from testbed.analysis.agreement import cohen_kappa, compare, f1_binary
 from testbed.analysis.correction import JudgeErrorRates
+from testbed.judges.learned.doubt import margin
 from testbed.judges.learned.embedding import StaticEmbedder
 from testbed.judges.learned.features import featurise
 from testbed.judges.learned.model import LinearModel
@@ -153,6 +154,7 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "tr
     per_label = compare(predicted, data.labels, classes).per_label
     fu = taxonomy().followup_label
     ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
+    _log_hand_labelling(data.labels, predicted, proba, best["threshold"], log)
     errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
     report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
@@ -162,6 +164,18 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "tr
     if kind == "trees":
         return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report
     return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report
+
+
+def _log_hand_labelling(labels: list[str], predicted: list[str], proba: np.ndarray, threshold: float, log) -> None:
+    """Log the out-of-fold agreement when the least sure turns (by `replay --uncertain-first`'s margin) are labelled by hand."""
+    from testbed.analysis.judge_eval import hand_labelling_curve
+
+    classes = list(taxonomy().labels)
+    fu = classes.index(taxonomy().followup_label)
+    margins = [margin(dict(zip(classes, map(float, p))), float(p[fu]), threshold) for p in proba]
+    curve = hand_labelling_curve(predicted, labels, margins)
+    log("CV, least sure turns labelled by hand: " + "; ".join(
+        f"{r.share_by_hand:.0%} → κ {r.kappa:.3f}, F1 {r.followup_f1:.3f}" for r in curve.itertuples()))
 
 
 def _linear(pipeline, classes: list[str], version: str, threshold: float, embedding: str, report: dict, dim: int) -> LinearModel:

@@ -101,10 +101,13 @@ def eval_judge(
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
 ) -> None:
     """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
-    reference's, and last the line `kappa=<κ> f1_followup=<F1> n=<items>`."""
+    reference's, for a learned judge the agreement bought by labelling its least sure turns by hand,
+    and last the line `kappa=<κ> f1_followup=<F1> n=<items>`."""
     from dataclasses import asdict
 
-    from testbed.analysis.judge_eval import error_rates, evaluate, gold_conditions, per_condition_rates, read_gold, run_judge
+    from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
+                                             read_gold, run_judge)
+    from testbed.judges.learned.doubt import stored_margin
 
     resolved = _load_judge(judge, model)
     try:
@@ -123,6 +126,12 @@ def eval_judge(
     if len(table) > 1:
         console.print("follow-up rate per condition (reference beside judge):")
         console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+    judged = [(v, r) for v, r in zip(verdicts, references) if v.scored and v.label is not None]
+    margins = [stored_margin(v.raw) for v, _ in judged]
+    if judged and all(m is not None for m in margins):
+        console.print("agreement if the least sure turns are labelled by hand (replay --uncertain-first):", soft_wrap=True)
+        curve = hand_labelling_curve([v.label for v, _ in judged], [r for _, r in judged], margins)
+        console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
     rates = error_rates(verdicts, references, str(gold))
     console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f} "
                   f"sensitivity={rates.sensitivity:.3f} specificity={rates.specificity:.3f}")

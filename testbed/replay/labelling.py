@@ -13,11 +13,11 @@ undo appends an unscored row ("withdrawn"), and the newest row is the one that c
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
 
+from testbed.judges.learned.doubt import stored_margin
 from testbed.judges.taxonomy import taxonomy
 from testbed.replay.catalog import RunCatalog
 from testbed.store import JudgeIdentity, LabelRow, Store, TurnRecord
@@ -53,17 +53,8 @@ def stratified_order(strata: dict[tuple[str, int], tuple], seed: int) -> list[tu
     return [turn for *_, turn in sorted(keyed)]
 
 
-def uncertainty(raw: str | None) -> float | None:
-    """How unsure a verdict was: |P(follow-up) − threshold| from a learned judge's stored verdict, or None without one."""
-    try:
-        blob = json.loads(raw) if raw else None
-        return abs(float(blob["p_followup"]) - float(blob.get("threshold", 0.5)))
-    except (ValueError, TypeError, KeyError):
-        return None
-
-
 def uncertain_first(order: list[tuple[str, int]], doubt: dict[tuple[str, int], float]) -> list[tuple[str, int]]:
-    """The order with the turns the judge was least sure of first (closest to its threshold); the rest keep their places after."""
+    """The order with the turns the judge was least sure of first (smallest margin); the rest keep their places after."""
     unsure = sorted((t for t in order if t in doubt), key=lambda t: doubt[t])
     return unsure + [t for t in order if t not in doubt]
 
@@ -93,7 +84,7 @@ class LabellingSession:
         order = stratified_order({key: conditions[key[0]] for key in turns}, seed)
         if doubt_of is not None:
             doubt = {(r.episode_id, r.turn_index): u for r in latest_labels(store, catalog.run_id, doubt_of)
-                     if (u := uncertainty(r.raw)) is not None}
+                     if (u := stored_margin(r.raw)) is not None}
             order = uncertain_first(order, doubt)
         given = {(r.episode_id, r.turn_index): (r.label, r.reason) for r in latest_labels(store, catalog.run_id, who)
                  if r.status == "scored" and r.label}

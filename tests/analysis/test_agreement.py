@@ -47,3 +47,21 @@ def test_per_label_precision_recall_and_confusion():
 def test_f1_binary():
     assert f1_binary([True, True, False, False], [True, False, True, False]) == pytest.approx(0.5)
     assert math.isnan(f1_binary([False], [False]))
+
+
+def test_hand_labelling_takes_the_least_sure_turns_first_and_never_one_without_a_margin():
+    from testbed.analysis.judge_eval import hand_labelling_curve
+
+    references = ["genuine_followup", "echo_assistant", "degenerate", "new_question"] * 5
+    predicted = list(references)
+    wrong = {0: "new_question", 5: "degenerate", 10: "echo_assistant", 15: "genuine_followup"}
+    for i, label in wrong.items():
+        predicted[i] = label
+    margins: list[float | None] = [0.9] * 20
+    margins[0], margins[5], margins[10] = 0.01, 0.02, 0.03
+    margins[15] = None
+    curve = hand_labelling_curve(predicted, references, margins, shares=(0.0, 0.1, 0.15, 1.0))
+    assert list(curve.turns_by_hand) == [0, 2, 3, 19], "a turn without a margin is never handed over"
+    assert curve.kappa.iloc[0] < curve.kappa.iloc[1] < curve.kappa.iloc[2] < 1.0, "the three unsure errors are fixed one by one"
+    assert curve.kappa.iloc[2] == curve.kappa.iloc[3], "the sure turns were right already; the error without a margin stays"
+    assert curve.followup_f1.iloc[0] == pytest.approx(2 * 4 / (2 * 4 + 2)), "turn 0 is a missed follow-up, turn 15 a false one"

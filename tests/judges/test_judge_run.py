@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from typer.testing import CliRunner
 
 from testbed.backends.scripted import ScriptedBackend
@@ -117,3 +118,20 @@ def test_labels_table_refuses_a_label_without_status_consistency(store):
     except sqlite3.IntegrityError:
         return
     raise AssertionError("an unscored row with a label must be refused")
+
+
+def test_eval_judge_of_a_learned_judge_shows_what_hand_labelling_its_least_sure_turns_buys():
+    from helpers import REPO
+
+    out = cli.invoke(app, ["eval-judge", "--judge", "learned", str(REPO / "tests/fixtures/labelled-turns.jsonl")])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("agreement if the least sure turns are labelled by hand"))
+    rows = [line.split() for line in lines[start + 2:start + 7]]
+    assert [r[1] for r in rows] == ["0", "6", "11", "17", "28"], "10/20/30/50 % of 57 turns"
+    summary = dict(part.split("=") for part in lines[-1].split())
+    assert float(rows[0][2]) == pytest.approx(float(summary["kappa"]), abs=5e-4), "no hand labels: the judge's own κ"
+    kappas = [float(r[2]) for r in rows]
+    assert kappas == sorted(kappas) and kappas[-1] > kappas[0], "each hand label can only fix a turn"
+    local = cli.invoke(app, ["eval-judge", "--judge", "local", str(REPO / "tests/fixtures/labelled-turns.jsonl")])
+    assert "least sure" not in local.stdout, "the rules store no probability, so there is no curve"

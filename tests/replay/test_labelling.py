@@ -118,13 +118,41 @@ def test_two_people_and_a_judge_give_fleiss_kappa(replay_copy):
 
 
 def test_the_turns_a_judge_was_least_sure_of_come_first():
-    import json
+    from testbed.replay.labelling import uncertain_first
 
-    from testbed.replay.labelling import uncertain_first, uncertainty
-
-    assert uncertainty(json.dumps({"p_followup": 0.45, "threshold": 0.4})) == pytest.approx(0.05)
-    assert uncertainty(json.dumps({"p_followup": 0.9})) == pytest.approx(0.4), "threshold 0.5 when not stored"
-    assert uncertainty(None) is None and uncertainty("not json") is None and uncertainty(json.dumps({"label": "x"})) is None
     order = [("a", 1), ("b", 1), ("c", 1), ("d", 1)]
     doubt = {("c", 1): 0.01, ("a", 1): 0.3, ("d", 1): 0.2}
     assert uncertain_first(order, doubt) == [("c", 1), ("d", 1), ("a", 1), ("b", 1)]
+
+
+def test_the_queue_puts_a_near_tie_between_two_labels_first_even_when_the_followup_decision_is_clear(replay_copy):
+    """The learned judge's margin is the smaller of its two decisions: a verdict torn between two
+    labels is unsure even when P(follow-up) is far from the threshold, so it comes before one that
+    is sure of both; a verdict whose stored raw holds no probability keeps its stratified place."""
+    import json
+
+    from testbed.judges.turns import label_row
+    from testbed.judges.verdict import Verdict
+    from testbed.store.labels import JudgeIdentity, write_labels
+
+    path, run_id = replay_copy
+    store = Store(path)
+    keys = [(t.episode_id, t.turn_index) for t in store.turns(run_id)]
+    sure = {"echo_assistant": 0.9, "degenerate": 0.05, "genuine_followup": 0.05}
+    torn = {"echo_assistant": 0.46, "degenerate": 0.44, "genuine_followup": 0.10}
+    near_threshold = {"echo_assistant": 0.6, "degenerate": 0.15, "genuine_followup": 0.25}
+
+    def verdict(probabilities):
+        raw = json.dumps({"p_followup": probabilities["genuine_followup"], "threshold": 0.225, "probabilities": probabilities})
+        return Verdict(label="echo_assistant", followup=probabilities["genuine_followup"] >= 0.225, reason="r", raw=raw)
+
+    chosen = {keys[5]: torn, keys[9]: near_threshold}
+    learned = JudgeIdentity("learned", "learned-2+test", "")
+    write_labels(store, run_id, learned, [label_row(*key, verdict(chosen.get(key, sure))) for key in keys[:12]])
+    plain_order = [(t.episode_id, t.turn_index) for t in LabellingSession.open(store, RunCatalog.load(store, run_id), "dana").order]
+    session = LabellingSession.open(store, RunCatalog.load(store, run_id), "dana", doubt_of=learned)
+    got = [(t.episode_id, t.turn_index) for t in session.order]
+    assert got[:2] == [keys[5], keys[9]], "margin 0.02 (label gap) before 0.05 (twice the follow-up distance)"
+    judged = set(keys[:12])
+    assert got[2:12] == [k for k in plain_order if k in judged and k not in chosen], "equally sure verdicts keep their order"
+    assert got[12:] == [k for k in plain_order if k not in judged], "turns without a learned verdict follow, in the fair order"
