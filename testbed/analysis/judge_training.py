@@ -154,7 +154,7 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "tr
     per_label = compare(predicted, data.labels, classes).per_label
     fu = taxonomy().followup_label
     ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
-    _log_hand_labelling(data.labels, predicted, proba, best["threshold"], log)
+    _log_hand_labelling(data.labels, predicted, proba, classes, best["threshold"], log)
     errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
     report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
@@ -166,11 +166,11 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "tr
     return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report
 
 
-def _log_hand_labelling(labels: list[str], predicted: list[str], proba: np.ndarray, threshold: float, log) -> None:
+def _log_hand_labelling(labels: list[str], predicted: list[str], proba: np.ndarray, classes: list[str], threshold: float,
+                        log) -> None:
     """Log the out-of-fold agreement when the least sure turns (by `replay --uncertain-first`'s margin) are labelled by hand."""
     from testbed.analysis.judge_eval import hand_labelling_curve
 
-    classes = list(taxonomy().labels)
     fu = classes.index(taxonomy().followup_label)
     margins = [margin(dict(zip(classes, map(float, p))), float(p[fu]), threshold) for p in proba]
     curve = hand_labelling_curve(predicted, labels, margins)
