@@ -44,6 +44,8 @@ class RunSummary:
     done: int
     errors: int
     status: str
+    log: str | None = None
+    """The run's log file (frameworks' own log records, failed episodes' tracebacks), when anything was written."""
 
 
 def default_run_id(scenario: ResolvedScenario, framework: str = "native") -> str:
@@ -99,7 +101,8 @@ async def run_scenario(
     `backends` (by role: `assistant`, `user`) replaces the backends the agent specs describe;
     tests pass scripted ones here. `framework` runs the turn loops (testbed.frameworks); `wire` keeps
     the wire log of every request (default: for every framework but `native`, whose requests are the
-    testbed's own).
+    testbed's own). A framework's requests pass the wire recorder either way: it handles their faults
+    as the native backend does its own (testbed.wire.faults).
     """
     preflight(scenario, framework)
     run_id = run_id or default_run_id(scenario, framework)
@@ -117,11 +120,21 @@ async def run_scenario(
             if todo:
                 if not backends:
                     chosen.update(await _backends_from_specs(scenario, pool, managed=True))
-                async with timed(store, run_id), wire_recorder(wire) as recorder:
-                    with replica_ledger(store, run_id) as watch:
+                async with timed(store, run_id), wire_recorder(wire or framework != "native") as recorder:
+                    with replica_ledger(store, run_id) as watch, run_log(store, run_id, framework) as state.log:
                         watch(chosen.values())
-                        await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder)
+                        await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder,
+                                            keep_wire=wire)
         return state.finish(store, total, todo)
+
+
+def run_log(store: Store, run_id: str, framework: str) -> contextlib.AbstractContextManager:
+    """Where a framework run's log records go (testbed.frameworks.run_log); nothing for a native run."""
+    if framework == "native":
+        return contextlib.nullcontext()
+    from testbed.frameworks.run_log import framework_log, log_path
+
+    return framework_log(log_path(store.path, run_id))
 
 
 @dataclass
@@ -130,12 +143,16 @@ class RunState:
 
     run_id: str
     status: str = "interrupted"
+    log: Any = None
 
     def finish(self, store: Store, total: int, todo: int) -> RunSummary:
         """The run's summary over all invocations; `done` when every planned episode finished."""
+        from testbed.frameworks.run_log import written
+
         counts = store.episode_counts(self.run_id)
         self.status = "done" if counts["done"] == total else "incomplete"
-        return RunSummary(self.run_id, total, total - todo, counts["done"], counts["error"], self.status)
+        log = written(self.log) if self.log is not None else None
+        return RunSummary(self.run_id, total, total - todo, counts["done"], counts["error"], self.status, str(log) if log else None)
 
 
 @contextlib.asynccontextmanager
@@ -247,7 +264,7 @@ def lean_collector():
 
 
 async def execute_units(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None,
-                        title: str | None = None) -> None:
+                        title: str | None = None, keep_wire: bool = True) -> None:
     """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all.
 
     Finished episodes are committed in groups (testbed.store.episode_groups), and the last group is
@@ -262,7 +279,7 @@ async def execute_units(scenario, store, run_id, pending, todo, backends, consol
             progress.advance(error=outcome.status != "done", tokens=outcome.usage.completion_tokens)
 
         context = RunContext(scenario, backends, store.shared_answers(run_id), lambda a: store.write_shared_answer(run_id, a),
-                             sink, asyncio.Semaphore(limit), framework, recorder)
+                             sink, asyncio.Semaphore(limit), framework, recorder, keep_wire)
         runner = scenario_kind(scenario).runner(context)
         units = iter(pending)
 

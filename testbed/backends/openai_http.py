@@ -30,6 +30,17 @@ REJECTED_KEY = {401, 403}
 HEALTH_CACHE_S = 2.0
 
 
+def key_rejected_reason(url: str, status: int, key_env: str | None) -> str:
+    """The stop message for a refused key (HTTP 401/403): the URL and the variable to check."""
+    where = f"check the key in {key_env}" if key_env else "this server wants a key: set api_key_env in the agent spec"
+    return f"{url} refused the API key (HTTP {status}): {where}"
+
+
+def backoff_s(attempt: int, base_s: float, cap_s: float) -> float:
+    """The wait before retry `attempt + 1`: capped exponential backoff with jitter (half to all of it)."""
+    return min(cap_s, base_s * 2**attempt) * (0.5 + random.random() / 2)
+
+
 class OpenAICompatibleBackend:
     """Chat completions against any server that speaks the OpenAI API (vLLM above all).
 
@@ -105,8 +116,7 @@ class OpenAICompatibleBackend:
         return self._session
 
     def _key_rejected(self, url: str, status: int) -> BackendUnavailable:
-        where = f"check the key in {self.api_key_env}" if self.api_key_env else "this server wants a key: set api_key_env in the agent spec"
-        return BackendUnavailable(f"{url} refused the API key (HTTP {status}): {where}")
+        return BackendUnavailable(key_rejected_reason(url, status, self.api_key_env))
 
     async def _models(self) -> Any:
         """GET /models within the connect timeout: the decoded body, or BackendUnavailable naming the URL."""
@@ -176,16 +186,18 @@ class OpenAICompatibleBackend:
         return payload
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.backoff_cap_s, self.backoff_base_s * 2**attempt) * (0.5 + random.random() / 2)
+        return backoff_s(attempt, self.backoff_base_s, self.backoff_cap_s)
 
-    def routed(self, base_url: str) -> "RoutedBackend":
-        """This backend sending to another base URL (a recording proxy in front of the same server),
-        sharing its connections, concurrency limit and health state."""
-        return RoutedBackend(self, base_url.rstrip("/"))
+    def routed(self, base_url: str, headers: dict[str, str] | None = None, http_clients=None) -> "RoutedBackend":
+        """This backend sending to another base URL with `headers` added (a recording proxy in front of the
+        same server), sharing its connections, concurrency limit and health state; `http_clients` are the
+        proxy's shared clients that a framework's SDK is given for the route."""
+        return RoutedBackend(self, base_url.rstrip("/"), dict(headers or {}), http_clients)
 
-    async def generate(self, request: GenerateRequest, *, base_url: str | None = None) -> Completion:
-        """Send one chat completion (to `base_url` when given, else the backend's own); retry transient
-        failures; raise BackendError with a reason."""
+    async def generate(self, request: GenerateRequest, *, base_url: str | None = None,
+                       headers: dict[str, str] | None = None) -> Completion:
+        """Send one chat completion (to `base_url` with `headers` added when given, else the backend's own);
+        retry transient failures; raise BackendError with a reason."""
         if self._stopped:
             raise BackendUnavailable(self._stopped)
         body = _encode(self._payload(request))
@@ -203,7 +215,7 @@ class OpenAICompatibleBackend:
                 started = time.perf_counter()
                 wait, transport = 0.0, False
                 try:
-                    async with session.post(target, data=body, timeout=timeout) as resp:
+                    async with session.post(target, data=body, timeout=timeout, headers=headers) as resp:
                         raw = await resp.read()
                         if resp.status == 200:
                             return parse_completion(_json(raw), time.perf_counter() - started, attempt + 1)
@@ -243,11 +255,13 @@ class OpenAICompatibleBackend:
 
 class RoutedBackend:
     """An OpenAI-compatible backend's requests sent through another base URL (one episode's route
-    through the wire recorder); everything else is the backend's own."""
+    through the wire recorder, told apart by its headers); everything else is the backend's own."""
 
-    def __init__(self, inner: OpenAICompatibleBackend, base_url: str):
+    def __init__(self, inner: OpenAICompatibleBackend, base_url: str, headers: dict[str, str] | None = None, http_clients=None):
         self.inner = inner
         self.base_url = base_url
+        self.headers = dict(headers or {})
+        self.http_clients = http_clients
         self.name, self.model, self.capabilities = inner.name, inner.model, inner.capabilities
         self.api_key_env = inner.api_key_env
 
@@ -256,7 +270,7 @@ class RoutedBackend:
 
     async def generate(self, request: GenerateRequest) -> Completion:
         """The backend's `generate`, sent to this route."""
-        return await self.inner.generate(request, base_url=self.base_url)
+        return await self.inner.generate(request, base_url=self.base_url, headers=self.headers or None)
 
     async def close(self) -> None:
         """Nothing to close: the routed backend's pool closes it."""

@@ -70,6 +70,8 @@ def run(
         fail("terminated (SIGTERM); " + KEPT.format(path=db.path), 143)
     say("run ", (summary.run_id, "bold"), f": {summary.done}/{summary.planned} episodes done, {summary.errors} errors, "
         f"{summary.skipped} already finished before this invocation ({summary.status}); store {db.path}")
+    if summary.log:
+        say(f"the frameworks' own log records and the failed episodes' tracebacks: {summary.log}")
     if judge:
         from testbed.judges.runner import judge_run
         from testbed.judges.specs import load_judge

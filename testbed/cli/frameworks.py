@@ -88,7 +88,8 @@ def compare(
         if summary.status != "done":
             incomplete.append(name)
         say(f"{name}: run ", (summary.run_id, "bold"), f" {summary.done}/{summary.planned} episodes done, {summary.errors} errors; "
-            f"{labelled.scored} new user turns labelled by {labelled.identity}", to=out)
+            f"{labelled.scored} new user turns labelled by {labelled.identity}"
+            + (f"; tracebacks and the framework's own log in {summary.log}" if summary.log else ""), to=out)
     _print_comparison(db, runs, identities, format, scenario.spec.name)
     if incomplete:
         raise typer.Exit(1)

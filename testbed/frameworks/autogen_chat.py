@@ -18,7 +18,8 @@ import time
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
-from testbed.frameworks.pair import Pair, Side, framework_failure, generated, opening, pair_of
+from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
+from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, over_budget, strip_marker, user_turn_count
 from testbed.transcript import Message, Transcript, Usage
 
@@ -27,11 +28,14 @@ ASSISTANT, USER = "assistant", "simulated_user"
 
 
 def model_client(side: Side):
-    """An OpenAIChatCompletionClient on the side's server, with its sampling as create arguments."""
+    """An OpenAIChatCompletionClient on the side's server, with its sampling as create arguments (on the wire
+    recorder's shared httpx client when the endpoint has one)."""
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     s, e = side.sampling, side.endpoint
     extra = {"seed": s.seed} if s.seed is not None else {}
+    if e.http_clients is not None:
+        extra.update(http_client=e.http_clients[1], default_headers=e.headers)
     return OpenAIChatCompletionClient(
         model=e.model, base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries,
         model_info={"vision": False, "function_calling": False, "json_output": False, "family": "unknown", "structured_output": False},
@@ -89,8 +93,9 @@ class AutoGenFramework:
         except Exception as exc:
             raise framework_failure(self.name, exc) from exc
         finally:
-            for client in clients:
-                await client.close()
+            for client, side in zip(clients, (pair.assistant, pair.user)):
+                if side.endpoint.http_clients is None:
+                    await client.close()
         return self._reason(transcript, limits, stopped, decided)
 
     @staticmethod

@@ -52,8 +52,9 @@ import types
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
-from testbed.frameworks.pair import (Pair, Side, framework_failure, generated, opening, pair_of, stop_after_assistant,
+from testbed.frameworks.pair import (Pair, Side, generated, opening, pair_of, stop_after_assistant,
                                      stop_after_user)
+from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
 from testbed.transcript import Message, Transcript, Usage
@@ -121,20 +122,27 @@ class ByteCounter(BaseTokenCounter):
 def chat_agent(side: Side, role_type: RoleType, clients: list) -> ChatAgent:
     """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint.
 
-    The model's OpenAI client is made here and added to `clients`, so the episode closes it: a CAMEL
-    model never closes the client it makes itself, which leaves its sockets open until garbage collection.
+    The model's OpenAI clients are made here. On the wire recorder's route they use its shared httpx
+    clients, which the run closes; otherwise the async one is added to `clients`, so the episode closes
+    it: a CAMEL model never closes the client it makes itself, which leaves its sockets open until
+    garbage collection.
     """
     import openai
 
     e, s = side.endpoint, side.sampling
-    client = openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries)
-    clients.append(client)
+    common = {"base_url": e.base_url, "api_key": e.api_key, "timeout": e.timeout_s, "max_retries": e.max_retries}
+    if e.http_clients is not None:
+        sync = openai.OpenAI(**common, default_headers=e.headers, http_client=e.http_clients[0])
+        client = openai.AsyncOpenAI(**common, default_headers=e.headers, http_client=e.http_clients[1])
+    else:
+        sync, client = None, openai.AsyncOpenAI(**common)
+        clients.append(client)
     config = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
     if s.seed is not None:
         config["seed"] = s.seed
     model = ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
                                 api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
-                                token_counter=ByteCounter(), async_client=client)
+                                token_counter=ByteCounter(), client=sync, async_client=client)
     system = None if side.system_prompt is None else BaseMessage(side.name, role_type, None, side.system_prompt)
     return ChatAgent(system, model=model, token_limit=UNKNOWN_MODEL_WINDOW, summarize_threshold=None, retry_attempts=1)
 

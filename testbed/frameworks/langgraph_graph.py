@@ -34,8 +34,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
-from testbed.frameworks.pair import (Pair, Side, framework_failure, generated, opening, pair_of, stop_after_assistant,
+from testbed.frameworks.pair import (Pair, Side, generated, opening, pair_of, stop_after_assistant,
                                      stop_after_user)
+from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
 from testbed.transcript import Message, Transcript, Usage
@@ -111,10 +112,14 @@ def build_graph(pair: Pair, transcript: Transcript, limits: Limits, after_assist
 
 
 def client(side: Side) -> ChatOpenAI:
-    """The LangChain model client of one side: its server, model, sampling, timeout and retries."""
+    """The LangChain model client of one side: its server, model, sampling, timeout and retries (on the wire
+    recorder's shared httpx clients when the endpoint has them, so LangChain builds and caches none per URL)."""
     e, s = side.endpoint, side.sampling
+    shared = {}
+    if e.http_clients is not None:
+        shared = {"http_client": e.http_clients[0], "http_async_client": e.http_clients[1], "default_headers": e.headers}
     return ChatOpenAI(base_url=e.base_url, api_key=e.api_key, model=e.model, temperature=s.temperature, max_tokens=s.max_tokens,
-                      top_p=s.top_p, seed=s.seed, timeout=e.timeout_s, max_retries=e.max_retries)
+                      top_p=s.top_p, seed=s.seed, timeout=e.timeout_s, max_retries=e.max_retries, **shared)
 
 
 def swap_roles(messages: list[BaseMessage]) -> list[BaseMessage]:

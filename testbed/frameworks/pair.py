@@ -13,11 +13,13 @@ participants apply to their views) is not applied inside a framework, and shows 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.orchestrator import Limits, TerminationReason, over_budget, user_turn_count
 from testbed.participants import TurnSampling, agent_sampling
+from testbed.redaction import register_secret
 from testbed.transcript import Message, Transcript, Usage
 
 NO_KEY = "EMPTY"
@@ -26,13 +28,20 @@ NO_KEY = "EMPTY"
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where one participant's model client sends its requests."""
+    """Where one participant's model client sends its requests.
+
+    On a wire recorder's route, `headers` tell the episode's requests apart, `http_clients` are the
+    recorder's shared (sync, async) httpx clients the SDK client is given (so none is built per
+    episode, and none may be closed by one), and `max_retries` is 0: the recorder retries.
+    """
 
     base_url: str
     model: str
     api_key: str
     timeout_s: float = 300.0
     max_retries: int = 4
+    headers: dict[str, str] = field(default_factory=dict)
+    http_clients: tuple[Any, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,14 @@ def endpoint_of(participant) -> Endpoint:
         key = os.environ.get(backend.api_key_env) or ""
         if not key:
             raise BackendUnavailable(f"environment variable {backend.api_key_env} is empty: export the API key for {base_url}")
+        register_secret(key)
     inner = getattr(backend, "inner", backend)
-    return Endpoint(base_url, backend.model, key, getattr(inner, "timeout_s", 300.0), getattr(inner, "max_retries", 4))
+    shared = getattr(backend, "http_clients", None)
+    if shared is None:
+        return Endpoint(base_url, backend.model, key, getattr(inner, "timeout_s", 300.0), getattr(inner, "max_retries", 4))
+    from testbed.wire.faults import RetryPolicy
+
+    return Endpoint(base_url, backend.model, key, RetryPolicy.of(backend).client_timeout_s(), 0, dict(backend.headers), shared())
 
 
 def pair_of(assistant, user) -> Pair:
@@ -112,11 +127,3 @@ def stop_after_user(transcript: Transcript, limits: Limits) -> TerminationReason
     if not limits.reply_to_last_user_turn and user_turn_count(transcript) >= limits.max_user_turns:
         return TerminationReason.MAX_TURNS
     return None
-
-
-def framework_failure(framework: str, exc: BaseException) -> BackendError:
-    """A framework's exception as the episode's error: the server's own message when it gave one."""
-    from testbed.backends.base import describe
-    from testbed.redaction import redact
-
-    return BackendError(f"{framework}: {redact(describe(exc))[:400]}")

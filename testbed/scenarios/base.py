@@ -60,7 +60,10 @@ class RunContext:
     framework: str = "native"
     """Who runs the turn loops (testbed.frameworks)."""
     wire: Any = field(default=None, compare=False)
-    """The wire recorder (testbed.wire.WireRecorder) every episode's requests go through, or None for no wire log."""
+    """The wire recorder (testbed.wire.WireRecorder) every episode's requests go through (every framework's, and
+    the native loop's when it keeps a wire log), or None."""
+    keep_wire: bool = True
+    """Whether the requests the recorder saw are stored with each episode (the wire log)."""
     _tokens: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def tokens(self, agent: ResolvedAgent) -> ControlTokens:

@@ -102,7 +102,7 @@ async def run_conversation(
     spec = context.scenario.spec
     agent = context.scenario.assistant
     assistant: Participant = with_tokens(Assistant(agent, context.backends["assistant"]), context.tokens(agent))
-    tap = context.wire.open_tap() if context.wire is not None else None
+    tap = context.wire.open_tap(retry=context.framework != "native") if context.wire is not None else None
     if tap is not None:
         assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
     try:
@@ -112,19 +112,24 @@ async def run_conversation(
         raise
     except BackendError as exc:
         await check_servers(context)
-        outcome = EpisodeOutcome(variant_.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
+        reason = exc.reason if tap is None or tap.gave_up is None else f"{context.framework}: {tap.gave_up}"
+        outcome = EpisodeOutcome(variant_.key, transcript.messages, "error", ERROR, reason, None, transcript.usage())
     else:
         outcome = EpisodeOutcome(variant_.key, transcript.messages, "done", termination, None, score(transcript), transcript.usage())
     if tap is not None:
-        outcome = replace(outcome, wire=attribute(tap.take(), transcript))
+        records = tap.take()
+        if context.keep_wire:
+            outcome = replace(outcome, wire=attribute(records, transcript))
     await emit(context.sink, outcome)
 
 
 async def check_servers(context: RunContext) -> None:
-    """After a framework's episode failed, stop the run (BackendUnavailable) if a server no longer answers:
-    a framework's own client cannot tell the testbed, and every remaining episode would fail alike."""
+    """After a framework's episode failed, stop the run (BackendUnavailable) if a server refused the key or no
+    longer answers: a framework's own client cannot tell the testbed, and every remaining episode would fail alike."""
     if context.framework == "native":
         return
+    if context.wire is not None and context.wire.rejected:
+        raise BackendUnavailable(context.wire.rejected)
     for backend in {id(b): b for b in context.backends.values()}.values():
         check = getattr(backend, "check_health", None)
         if check is not None:

@@ -298,6 +298,12 @@ class WireRecord:
         return found if isinstance(found, list) else []
 
     @property
+    def answered(self) -> bool:
+        """Whether the request got a completion (HTTP 200 with a choice), not a fault or a body no client can read."""
+        choices = self.response.get("choices") if self.status == 200 and isinstance(self.response, dict) else None
+        return isinstance(choices, list) and bool(choices)
+
+    @property
     def reply(self) -> str | None:
         """The text of the first choice, when the reply had one."""
         try:

@@ -13,7 +13,7 @@ def attribute(records: list[WireRecord], transcript: Transcript) -> tuple[WireRe
 
     A participant's successful requests produced its generated messages in order (messages with
     sampling; the opening was not generated). A failed request counts for the turn its retry
-    produced. What is left over (the user's stop turn, which is not stored when it was only the end
+    produced (an unreadable 200 reply is a failed request too). What is left over (the user's stop turn, which is not stored when it was only the end
     marker, or a turn that never came because the episode failed) counts for the next turn index.
     """
     pending = transcript.next_turn
@@ -23,7 +23,7 @@ def attribute(records: list[WireRecord], transcript: Transcript) -> tuple[WireRe
         waiting: list[WireRecord] = []
         for record in (r for r in records if r.role == role):
             waiting.append(record)
-            if record.status == 200:
+            if record.answered:
                 turn = next(turns, pending)
                 out.extend(replace(r, turn_index=turn) for r in waiting)
                 waiting = []

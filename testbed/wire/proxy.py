@@ -1,30 +1,41 @@
-"""A recording HTTP proxy in front of OpenAI-compatible servers.
+"""A recording HTTP proxy in front of OpenAI-compatible servers, and the place framework faults are handled.
 
 Frameworks build their own HTTP clients (httpx inside the OpenAI SDK, aiohttp in the testbed), so
-the only place every request of every framework can be seen as sent is the wire. Each episode opens
-a tap; each of its participants gets a base URL of the form `http://127.0.0.1:PORT/wire/TAP/ROLE`
-that forwards to that participant's server unchanged, and every chat completion that passes is kept
-with the tap (request body, status, response body, latency) until the episode takes it.
+the only place every request of every framework can be seen as sent is the wire. Each participant
+role has one base URL on the recorder, `http://127.0.0.1:PORT/wire/ROLE`, the same for every
+episode, so a framework's clients are built once and shared (the recorder holds the httpx clients
+they are given); an episode's requests are told apart by the `X-Testbed-Tap` header its clients
+send. Each tap forwards its roles to their servers with the fault handling of testbed.wire.faults,
+and every chat completion attempt that passes is kept with the tap (request body, status, response
+body, latency) until the episode takes it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import secrets
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from testbed.redaction import register_secret
 from testbed.store.records import WireRecord
+from testbed.wire.faults import Attempt, RetryPolicy, error_body, forward, unreadable
 
 FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept", "OpenAI-Organization", "OpenAI-Project")
+TAP_HEADER = "X-Testbed-Tap"
 RECORDED_PATH = "chat/completions"
-UPSTREAM_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where one role's requests go and how their faults are handled."""
+
+    base_url: str
+    policy: RetryPolicy
 
 
 @dataclass
@@ -33,13 +44,21 @@ class EpisodeTap:
 
     recorder: "WireRecorder"
     token: str
-    upstreams: dict[str, str] = field(default_factory=dict)
+    retry: bool = True
+    upstreams: dict[str, Upstream] = field(default_factory=dict)
     records: list[WireRecord] = field(default_factory=list)
+    gave_up: str | None = None
+    """The native reason of the last request the recorder gave up on (None once a later one is answered)."""
 
-    def route(self, role: str, upstream_base_url: str) -> str:
-        """The base URL that sends `role`'s requests to `upstream_base_url` through the recorder."""
-        self.upstreams[role] = upstream_base_url.rstrip("/")
-        return f"{self.recorder.url}/wire/{self.token}/{role}"
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers that put a request on this tap."""
+        return {TAP_HEADER: self.token}
+
+    def route(self, role: str, upstream_base_url: str, policy: RetryPolicy | None = None) -> str:
+        """The base URL that sends `role`'s requests (with this tap's headers) to `upstream_base_url` through the recorder."""
+        self.upstreams[role] = Upstream(upstream_base_url.rstrip("/"), policy or RetryPolicy(passthrough=True))
+        return f"{self.recorder.url}/wire/{role}"
 
     def take(self) -> list[WireRecord]:
         """The recorded requests, in the order they were sent; the tap is closed."""
@@ -55,23 +74,30 @@ class WireRecorder:
         self._seq = itertools.count()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._http_clients: tuple[Any, Any] | None = None
         self.url = ""
+        self.rejected: str | None = None
+        """The native stop message once a server refused the key: no later request is sent."""
 
     async def start(self) -> None:
         """Listen on 127.0.0.1 (a free port) and open the forwarding client."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/wire/{token}/{role}/{path:.*}", self._forward)
+        app.router.add_route("*", "/wire/{role}/{path:.*}", self._forward)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"http://127.0.0.1:{port}"
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
-                                              timeout=aiohttp.ClientTimeout(total=UPSTREAM_TIMEOUT_S))
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
     async def close(self) -> None:
-        """Stop listening and close the forwarding client."""
+        """Stop listening and close the forwarding client and the clients handed to frameworks."""
+        if self._http_clients is not None:
+            sync, async_ = self._http_clients
+            sync.close()
+            await async_.aclose()
+            self._http_clients = None
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -84,9 +110,20 @@ class WireRecorder:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def open_tap(self) -> EpisodeTap:
-        """A new tap for one episode."""
-        tap = EpisodeTap(self, secrets.token_hex(8))
+    def http_clients(self):
+        """The (sync, async) httpx clients every framework SDK client on this recorder is given: built once per
+        run, so no episode builds connection pools or SSL contexts of its own."""
+        if self._http_clients is None:
+            import httpx
+
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+            self._http_clients = (httpx.Client(limits=limits, timeout=None), httpx.AsyncClient(limits=limits, timeout=None))
+        return self._http_clients
+
+    def open_tap(self, *, retry: bool = True) -> EpisodeTap:
+        """A new tap for one episode; `retry` applies the native fault handling to its requests (a framework's),
+        else each is forwarded once and answered as it came (the native loop's own, which it retries itself)."""
+        tap = EpisodeTap(self, secrets.token_hex(8), retry)
         self._taps[tap.token] = tap
         return tap
 
@@ -95,31 +132,36 @@ class WireRecorder:
         self._taps.pop(token, None)
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
-        tap = self._taps.get(request.match_info["token"])
+        tap = self._taps.get(request.headers.get(TAP_HEADER, ""))
         role, path = request.match_info["role"], request.match_info["path"]
         if tap is None or role not in tap.upstreams:
             return _error(404, f"no open wire route {request.path}: the episode it belonged to has ended")
         body = await request.read()
-        url = f"{tap.upstreams[role]}/{path}"
+        upstream = tap.upstreams[role]
+        url = f"{upstream.base_url}/{path}"
         if request.query_string:
             url += f"?{request.query_string}"
         headers = {k: v for k in FORWARDED_HEADERS if (v := request.headers.get(k)) is not None}
-        sent_at, started = time.time(), time.perf_counter()
+        _register_key(headers)
+        recorded = path.rstrip("/").endswith(RECORDED_PATH)
+        check = unreadable if recorded and request.method == "POST" and not _streams(body) else None
+
+        def sent(attempt: Attempt) -> None:
+            if recorded:
+                tap.records.append(_record(next(self._seq), role, path, body, attempt))
+
         assert self._session is not None
-        try:
-            async with self._session.request(request.method, url, data=body or None, headers=headers) as upstream:
-                raw = await upstream.read()
-                status, content_type = upstream.status, upstream.headers.get("Content-Type", "application/json")
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raw = json.dumps({"error": {"message": f"the wire recorder could not reach {url}: {type(exc).__name__}: {exc}"}}).encode()
-            status, content_type = 502, "application/json"
-        if path.rstrip("/").endswith(RECORDED_PATH):
-            tap.records.append(_record(next(self._seq), role, path, body, status, raw, time.perf_counter() - started, sent_at))
-        return web.Response(body=raw, status=status, headers={"Content-Type": content_type})
+        answer = await forward(self._session, request.method, url, body, headers, upstream.policy, check, sent,
+                               lambda: self.rejected if tap.retry else None)
+        if answer.rejected and tap.retry:
+            self.rejected = answer.rejected
+        if recorded:
+            tap.gave_up = answer.gave_up
+        return web.Response(body=answer.body, status=answer.status, headers={"Content-Type": answer.content_type})
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message}}, status=status)
+    return web.Response(body=error_body(message), status=status, headers={"Content-Type": "application/json"})
 
 
 def _decoded(raw: bytes) -> Any:
@@ -130,13 +172,29 @@ def _decoded(raw: bytes) -> Any:
         return raw.decode("utf-8", errors="replace")
 
 
-def _record(seq: int, role: str, path: str, body: bytes, status: int, raw: bytes, latency_s: float, sent_at: float) -> WireRecord:
-    response = _decoded(raw)
+def _record(seq: int, role: str, path: str, body: bytes, attempt: Attempt) -> WireRecord:
+    response = _decoded(attempt.body)
     usage = response.get("usage") if isinstance(response, dict) else None
     usage = usage if isinstance(usage, dict) else {}
-    return WireRecord(seq=seq, role=role, path=path, request=_decoded(body), status=status, response=response,
+    return WireRecord(seq=seq, role=role, path=path, request=_decoded(body), status=attempt.status, response=response,
                       prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
-                      latency_s=latency_s, sent_at=sent_at)
+                      latency_s=attempt.latency_s, sent_at=attempt.sent_at)
+
+
+def _streams(body: bytes) -> bool:
+    """Whether a request asks for a streamed reply (whose body is events, not one JSON completion)."""
+    try:
+        decoded = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(decoded, dict) and decoded.get("stream") is True
+
+
+def _register_key(headers: dict[str, str]) -> None:
+    """Remember the key a framework's client sent, so it is redacted wherever a server echoes it."""
+    scheme, _, key = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        register_secret(key.strip())
 
 
 def _count(value: object) -> int | None:

@@ -20,7 +20,8 @@ from testbed.wire.attribution import attribute  # noqa: E402
 
 
 def record(seq: int, role: str, status: int = 200) -> WireRecord:
-    return WireRecord(seq, role, "chat/completions", {"messages": []}, status, {}, None, None, 0.01, 0.0)
+    response = {"choices": [{"message": {"content": "x"}}]} if status == 200 else {}
+    return WireRecord(seq, role, "chat/completions", {"messages": []}, status, response, None, None, 0.01, 0.0)
 
 
 def transcript(*roles: str) -> Transcript:
@@ -48,7 +49,7 @@ async def test_the_proxy_forwards_exactly_and_records_chat_completions_only():
         tap = recorder.open_tap()
         base = tap.route("user", mock.base_url)
         body = {"model": "mock", "messages": [{"role": "user", "content": "hi", "name": "x"}], "seed": 3}
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=tap.headers) as http:
             async with http.get(f"{base}/models") as models:
                 assert models.status == 200 and (await models.json())["data"][0]["id"] == "mock"
             async with http.post(f"{base}/chat/completions", json=body) as resp:
@@ -58,7 +59,7 @@ async def test_the_proxy_forwards_exactly_and_records_chat_completions_only():
         assert len(records) == 1 and records[0].request == body and records[0].response == reply
         assert records[0].reply == reply["choices"][0]["message"]["content"] and records[0].completion_tokens == 3
         assert records[0].sampling == {"seed": 3}
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=tap.headers) as http:
             async with http.post(f"{base}/chat/completions", json=body) as late:
                 assert late.status == 404, "a closed tap refuses requests instead of recording them nowhere"
 
@@ -67,7 +68,7 @@ async def test_an_unreachable_server_is_a_recorded_502_naming_the_url():
     async with WireRecorder() as recorder:
         tap = recorder.open_tap()
         base = tap.route("assistant", "http://127.0.0.1:9/v1")
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=tap.headers) as http:
             async with http.post(f"{base}/chat/completions", json={"messages": []}) as resp:
                 assert resp.status == 502
                 assert "127.0.0.1:9/v1/chat/completions" in (await resp.json())["error"]["message"]
