@@ -32,3 +32,18 @@ def episodes(store: Path) -> dict[str, tuple]:
 def is_user_request(text: str) -> bool:
     """The instructed user's request shows the conversation as text; the assistant's is the bare question."""
     return "Now you are the user" in text
+
+
+def write_dialogue(folder: Path, base_url: str, *, items: int = 3, max_user_turns: int = 2, concurrency: int = 4,
+                   api_key_env: str | None = None, max_retries: int = 4, name: str = "dialogue-faults") -> Path:
+    """dialogue-gsm8k with an instructed user, both agents one agent on `base_url` (short timeouts)."""
+    agent = {"name": "fault-agent", "backend": "vllm", "model": "fault-model", "base_url": base_url, "timeout_s": 2,
+             "max_retries": max_retries, "concurrency": concurrency}
+    if api_key_env:
+        agent["api_key_env"] = api_key_env
+    write_yaml(folder / "fault-agent.yaml", agent)
+    (folder / "user.md").write_text((REPO / "scenarios" / "prompts" / "user-dialogue.md").read_text())
+    spec = {"kind": "dialogue", "name": name, "opening": "dataset", "dataset": "gsm8k", "items": {"limit": items},
+            "assistant": "fault-agent.yaml", "user": "fault-agent.yaml", "user_modes": ["instructed"], "user_prompt_file": "user.md",
+            "temperatures": [0.7], "max_tokens": 16, "max_user_turns": max_user_turns, "end_marker": "[[END]]"}
+    return write_yaml(folder / f"{name}.yaml", spec)

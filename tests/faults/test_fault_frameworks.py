@@ -1,0 +1,93 @@
+"""Every framework against a fault server over real HTTP, through the installed command: faults are retried as
+the native loop retries them, a refused key stops the run, a failed episode has a one-line reason and its
+traceback goes to the run's log file, and no key reaches any channel."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from fault_server import Fault, FaultServer, ok
+from fault_specs import write_dialogue
+from helpers import run_cli, run_id_of
+
+FRAMEWORKS = ("native", "autogen", "langgraph", "camel")
+AGENT_FRAMEWORKS = FRAMEWORKS[1:]
+KEY = "sk-testbed-echoed-0123456789abcdef"
+MIXED = {0: Fault("raw", status=500, body=b'{"error": {"message": "overloaded"}}'), 1: Fault("reset"), 2: Fault("close"),
+         3: Fault("not_json"), 4: Fault("raw", status=429, body=b'{"error": {"message": "slow down"}}', headers={"Retry-After": "0"})}
+
+
+def mixed_faults(request) -> Fault:
+    """Half of all first attempts fail, one of five ways; every retry of the same body is answered."""
+    return MIXED.get(request.number % 10, ok()) if request.seen == 1 else ok()
+
+
+def stored(db: Path) -> list[tuple[str, str | None]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT status, error_reason FROM episodes ORDER BY episode_id").fetchall()
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_transient_faults_of_every_kind_are_retried_and_every_episode_finishes(tmp_path, name):
+    with FaultServer(mixed_faults) as server:
+        spec = write_dialogue(tmp_path, server.base_url, items=3)
+        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        failed_first = sum(r.seen == 1 and r.number % 10 in MIXED for r in server.requests)
+    assert out.returncode == 0, out.stderr
+    assert "3/3 episodes done, 0 errors" in out.stdout
+    assert failed_first >= 3, "the mix really failed requests"
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
+def test_a_persistent_fault_is_a_one_line_reason_and_the_traceback_goes_to_the_run_log(tmp_path, name):
+    with FaultServer(lambda r: Fault("not_json")) as server:
+        spec = write_dialogue(tmp_path, server.base_url, items=2, max_retries=1)
+        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        sent = server.chat_count()
+    assert out.returncode == 1, out.stderr
+    assert "0/2 episodes done, 2 errors" in out.stdout
+    assert sent == 4, "each episode's first request is sent twice (max_retries: 1), then the episode fails"
+    [(status, reason), _] = stored(tmp_path / "s.sqlite")
+    assert status == "error" and "\n" not in reason and "Traceback" not in reason
+    assert reason.startswith(f"{name}: unreadable reply from {server.base_url}/chat/completions: the body is not JSON")
+    assert reason.endswith("(gave up after 2 attempts)")
+    assert "Traceback" not in out.stdout + out.stderr
+    log = tmp_path / "logs" / f"{run_id_of(out.stdout)}.log"
+    assert str(log) in out.stdout and "Traceback (most recent call last)" in log.read_text()
+
+
+def every_channel(out, folder: Path) -> str:
+    """stdout, stderr and every file the run wrote (the store, its WAL, the log), as one text."""
+    texts = [out.stdout, out.stderr]
+    texts += [p.read_bytes().decode("latin-1") for p in folder.rglob("*") if p.is_file()]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
+def test_a_refused_key_stops_the_run_at_once_naming_the_variable_and_no_key_is_on_any_channel(tmp_path, name, monkeypatch):
+    monkeypatch.setenv("FAULT_KEY", KEY)
+    with FaultServer(lambda r: Fault("echo_auth", status=401)) as server:
+        spec = write_dialogue(tmp_path, server.base_url, items=6, concurrency=2, api_key_env="FAULT_KEY")
+        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        sent = server.chat_count()
+    assert out.returncode == 2
+    assert f"{server.base_url}/chat/completions refused the API key (HTTP 401): check the key in FAULT_KEY" in out.stderr
+    assert sent <= 2, "the requests in flight when the first refusal came, and none after it"
+    assert KEY not in every_channel(out, tmp_path)
+
+
+@pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
+def test_a_server_that_echoes_the_key_in_its_500s_gets_it_on_no_channel(tmp_path, name, monkeypatch):
+    monkeypatch.setenv("FAULT_KEY", KEY)
+    with FaultServer(lambda r: Fault("echo_auth", status=500)) as server:
+        spec = write_dialogue(tmp_path, server.base_url, items=2, max_retries=1, api_key_env="FAULT_KEY")
+        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        echoed = [r for r in server.requests if KEY in r.headers.get("authorization", "")]
+    assert out.returncode == 1, out.stderr
+    assert "0/2 episodes done, 2 errors" in out.stdout and echoed, "the key was sent, and echoed back"
+    assert all("HTTP 500" in reason for _, reason in stored(tmp_path / "s.sqlite"))
+    assert KEY not in every_channel(out, tmp_path)
