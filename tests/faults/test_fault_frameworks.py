@@ -25,6 +25,11 @@ def mixed_faults(request) -> Fault:
     return MIXED.get(request.number % 10, ok()) if request.seen == 1 else ok()
 
 
+def run_framework(name: str, spec: Path, folder: Path):
+    """`testbed run --framework NAME` on the spec into folder/s.sqlite, quiet, without report or judge."""
+    return run_cli("run", str(spec), "--framework", name, "--store", str(folder / "s.sqlite"), "-q", "--no-report", "--no-judge")
+
+
 def stored(db: Path) -> list[tuple[str, str | None]]:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT status, error_reason FROM episodes ORDER BY episode_id").fetchall()
@@ -34,7 +39,7 @@ def stored(db: Path) -> list[tuple[str, str | None]]:
 def test_transient_faults_of_every_kind_are_retried_and_every_episode_finishes(tmp_path, name):
     with FaultServer(mixed_faults) as server:
         spec = write_dialogue(tmp_path, server.base_url, items=3)
-        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        out = run_framework(name, spec, tmp_path)
         failed_first = sum(r.seen == 1 and r.number % 10 in MIXED for r in server.requests)
     assert out.returncode == 0, out.stderr
     assert "3/3 episodes done, 0 errors" in out.stdout
@@ -46,7 +51,7 @@ def test_transient_faults_of_every_kind_are_retried_and_every_episode_finishes(t
 def test_a_persistent_fault_is_a_one_line_reason_and_the_traceback_goes_to_the_run_log(tmp_path, name):
     with FaultServer(lambda r: Fault("not_json")) as server:
         spec = write_dialogue(tmp_path, server.base_url, items=2, max_retries=1)
-        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
+        out = run_framework(name, spec, tmp_path)
         sent = server.chat_count()
     assert out.returncode == 1, out.stderr
     assert "0/2 episodes done, 2 errors" in out.stdout
@@ -67,27 +72,30 @@ def every_channel(out, folder: Path) -> str:
     return "\n".join(texts)
 
 
+def echoing_run(folder: Path, name: str, status: int, **spec):
+    """A framework run with its key in FAULT_KEY against a server that answers `status` quoting the key it was sent;
+    the CLI's output and the requests the server saw."""
+    with FaultServer(lambda r: Fault("echo_auth", status=status)) as server:
+        out = run_framework(name, write_dialogue(folder, server.base_url, api_key_env="FAULT_KEY", **spec), folder)
+    return out, server
+
+
 @pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
 def test_a_refused_key_stops_the_run_at_once_naming_the_variable_and_no_key_is_on_any_channel(tmp_path, name, monkeypatch):
     monkeypatch.setenv("FAULT_KEY", KEY)
-    with FaultServer(lambda r: Fault("echo_auth", status=401)) as server:
-        spec = write_dialogue(tmp_path, server.base_url, items=6, concurrency=2, api_key_env="FAULT_KEY")
-        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
-        sent = server.chat_count()
+    out, server = echoing_run(tmp_path, name, 401, items=6, concurrency=2)
     assert out.returncode == 2
     assert f"{server.base_url}/chat/completions refused the API key (HTTP 401): check the key in FAULT_KEY" in out.stderr
-    assert sent <= 2, "the requests in flight when the first refusal came, and none after it"
+    assert server.chat_count() <= 2, "the requests in flight when the first refusal came, and none after it"
     assert KEY not in every_channel(out, tmp_path)
 
 
 @pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
 def test_a_server_that_echoes_the_key_in_its_500s_gets_it_on_no_channel(tmp_path, name, monkeypatch):
     monkeypatch.setenv("FAULT_KEY", KEY)
-    with FaultServer(lambda r: Fault("echo_auth", status=500)) as server:
-        spec = write_dialogue(tmp_path, server.base_url, items=2, max_retries=1, api_key_env="FAULT_KEY")
-        out = run_cli("run", str(spec), "--framework", name, "--store", str(tmp_path / "s.sqlite"), "-q", "--no-report", "--no-judge")
-        echoed = [r for r in server.requests if KEY in r.headers.get("authorization", "")]
+    out, server = echoing_run(tmp_path, name, 500, items=2, max_retries=1)
     assert out.returncode == 1, out.stderr
-    assert "0/2 episodes done, 2 errors" in out.stdout and echoed, "the key was sent, and echoed back"
+    assert "0/2 episodes done, 2 errors" in out.stdout
+    assert any(KEY in r.headers.get("authorization", "") for r in server.requests), "the key was sent, and echoed back"
     assert all("HTTP 500" in reason for _, reason in stored(tmp_path / "s.sqlite"))
     assert KEY not in every_channel(out, tmp_path)
