@@ -1,4 +1,8 @@
-"""The framework comparison as a rich table, Markdown, CSV or JSON (testbed compare)."""
+"""The framework comparison as a rich table, Markdown, CSV or JSON (testbed compare).
+
+Markdown and CSV are `neutralised` here (the tables are printed by a console that neutralises them,
+JSON escapes every character outside ASCII), so no text a framework sent drives the terminal.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import pandas as pd
 from rich.table import Table
 
 from testbed.analysis.framework_compare import label_mix_text
+from testbed.terminal_text import neutralised
 
 
 def _rate(r: pd.Series, key: str, lo: str, hi: str) -> str:
@@ -73,13 +78,13 @@ def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | 
 
 
 def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | None, fmt: str) -> str:
-    """The comparison as Markdown (with the request shapes), CSV (the numbers) or JSON (everything)."""
+    """The comparison as Markdown (with the request shapes), CSV (the numbers) or JSON (everything), safe to print."""
     if fmt == "json":
         return json.dumps({"frameworks": json.loads(frame.to_json(orient="records")), "requests": {"episode": episode, "shapes": requests}},
                           indent=2)
     if fmt == "csv":
         flat = frame.assign(label_mix=[json.dumps(m) for m in frame.label_mix], terminations=[json.dumps(t) for t in frame.terminations])
-        return flat.to_csv(index=False).rstrip("\n")
+        return neutralised(flat.to_csv(index=False).rstrip("\n"))
     if fmt != "markdown":
         raise ValueError(f"unknown format {fmt!r}; use table, markdown, csv or json")
     lines = ["| " + " | ".join(n for n, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
@@ -88,4 +93,4 @@ def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | No
         lines += ["", f"The simulated user's second request in episode {episode}:", "",
                   "| " + " | ".join(n for n, _ in REQUEST_COLUMNS) + " |", "|" + "---|" * len(REQUEST_COLUMNS)]
         lines += ["| " + " | ".join(str(r[k]).replace("|", "\\|") for _, k in REQUEST_COLUMNS) + " |" for r in requests]
-    return "\n".join(lines)
+    return neutralised("\n".join(lines))

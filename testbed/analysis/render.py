@@ -1,4 +1,9 @@
-"""Render a report frame as a rich table, Markdown, CSV or JSON."""
+"""Render a report frame as a rich table, Markdown, CSV or JSON.
+
+Model names, datasets and labels come from outside the testbed: the rich tables are printed by a
+console that neutralises them (`testbed.cli.shell`); Markdown and CSV are `neutralised` here, and JSON
+escapes every character outside ASCII.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from collections.abc import Callable
 
 import pandas as pd
 from rich.table import Table
+
+from testbed.terminal_text import neutralised
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -133,11 +140,11 @@ def as_markdown(report: pd.DataFrame) -> str:
 
 
 def render(report: pd.DataFrame, fmt: str) -> str:
-    """Text of the report in a machine or Markdown format (the table format is printed by rich)."""
+    """Text of the report in a machine or Markdown format (the table format is printed by rich), safe to print."""
     if fmt == "markdown":
-        return as_markdown(report)
+        return neutralised(as_markdown(report))
     if fmt == "csv":
-        return report.to_csv(index=False).rstrip("\n")
+        return neutralised(report.to_csv(index=False).rstrip("\n"))
     if fmt == "json":
         return report.to_json(orient="records", indent=2)
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -16,6 +16,7 @@ from testbed.backends.base import BackendError
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
+from testbed.terminal_text import neutralised
 
 __all__ = ["StoreOpt", "app", "console", "err_console", "fail", "main", "open_store", "run_async", "say"]
 
@@ -243,7 +244,7 @@ def show(
             resolved = {"run_id": default_run_id(scenario), **scenario.as_dict()}
     except (SpecError, FileNotFoundError) as exc:
         fail(str(exc))
-    sys.stdout.write(json.dumps(resolved, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(neutralised(json.dumps(resolved, indent=2, ensure_ascii=False)) + "\n")
 
 
 def _cell_sizes(sweep) -> dict[str, int]:

@@ -2,7 +2,10 @@
 
 Error reasons, model names, paths and generated text come from outside the testbed: they are
 printed with markup and emoji codes off (a reason holding `[/]` or a model named `:m:` prints as
-written), and with API keys redacted.
+written), with API keys redacted, and neutralised: both consoles are `NeutralConsole`s, so an escape
+sequence, a control character or a bidi override in anything they print shows as a visible mark
+(`␛]0;…␇`, `<U+202E>`) instead of driving the terminal (`testbed.terminal_text`). Output written
+without a console (Markdown, CSV) goes through `neutralised` where it is made.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from rich.text import Text
 
 from testbed.redaction import redact
 from testbed.store.sqlite_store import StoreError
+from testbed.terminal_text import NeutralConsole, neutralised
 
 T = TypeVar("T")
 
-console = Console(markup=False, emoji=False, highlight=False)
-err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+console = NeutralConsole(markup=False, emoji=False, highlight=False)
+err_console = NeutralConsole(stderr=True, markup=False, emoji=False, highlight=False)
 
 
 class Terminated(Exception):
@@ -31,14 +35,16 @@ class Terminated(Exception):
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one clear error (keys redacted, markup not interpreted) and exit non-zero."""
-    err_console.print(Text.assemble(("error:", "bold red"), " ", redact(message)), soft_wrap=True)
+    """Print one clear error (keys redacted, markup not interpreted, control characters shown as marks) and exit non-zero."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", neutralised(redact(message))), soft_wrap=True)
     raise typer.Exit(code)
 
 
 def say(*parts: str | tuple[str, str], to: Console | None = None) -> None:
-    """Print a line of plain and (text, style) parts (on `to`, stdout by default); nothing in it is read as markup."""
-    (to or console).print(Text.assemble(*(p if isinstance(p, tuple) else redact(p) for p in parts)), soft_wrap=True)
+    """Print a line of plain and (text, style) parts (on `to`, stdout by default); nothing in it is read as markup,
+    and no control character in it reaches the terminal."""
+    shown = ((neutralised(p[0]), p[1]) if isinstance(p, tuple) else neutralised(redact(p)) for p in parts)
+    (to or console).print(Text.assemble(*shown), soft_wrap=True)
 
 
 def open_store(path: Path | None, *, create: bool = False, readonly: bool = False):

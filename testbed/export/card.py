@@ -1,4 +1,8 @@
-"""The data card written beside an export: where the rows came from, who labelled them, how many, under which licence."""
+"""The data card written beside an export: where the rows came from, who labelled them, how many, under which licence.
+
+The card is read in terminals and viewers, so the names in it (run, judge, models, filters) are
+`neutralised`; the JSONL rows beside it keep the stored text exactly.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import json
 from pathlib import Path
 
 from testbed.export.training import Export, ExportFilter
+from testbed.terminal_text import neutralised
 
 LICENCES = {
     "gsm8k": "MIT (GSM8K upstream)",
@@ -19,7 +24,7 @@ OWN = "Apache-2.0 (this testbed's own tasks and personas)"
 
 
 def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: dict[str, str]) -> str:
-    """The data card as Markdown."""
+    """The data card as Markdown, with no control character in it."""
     fields = {
         "file": data_file.name, "format": f"{export.kind} JSONL (chat messages)", "source_run": export.run_id,
         "judge": str(export.judge), "positive_labels": list(chosen.positive),
@@ -34,4 +39,4 @@ def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: d
              "Load with `datasets.load_dataset(\"json\", data_files=\"" + data_file.name + "\")`.", "",
              "The labels are a judge's, not people's: check the judge's agreement with human labels "
              "(`testbed agree`) before training on them.", "", "```json", json.dumps(fields, indent=2, ensure_ascii=False), "```", ""]
-    return "\n".join(lines)
+    return neutralised("\n".join(lines))

@@ -2,7 +2,8 @@
 
 Screens stack: runs → episodes of a run → one transcript, or the labelling screen when a person
 labels. Every screen lists its keys on `?`. The store is opened read-only to browse and writable
-only to label; each label is committed as it is given.
+only to label; each label is committed as it is given. What the screens show of the store (ids,
+names, transcripts, reasons) is `neutralised` where they build it, never read as markup.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from testbed.store import JudgeIdentity, Store
+from testbed.terminal_text import neutralised
 
 HELP_BINDINGS = [Binding("question_mark", "help", "help: every key", key_display="?"), Binding("q", "quit", "quit")]
 
@@ -68,14 +70,16 @@ class RunsScreen(Screen):
         """Fill the table from the store."""
         app: ReplayApp = self.app  # type: ignore[assignment]
         runs = app.store.runs()
-        self.query_one("#title", Static).update(Text(f"{app.store.path} — {len(runs)} runs", style="bold"))
+        self.query_one("#title", Static).update(Text(neutralised(f"{app.store.path} — {len(runs)} runs"), style="bold"))
         table = self.query_one("#runs", DataTable)
         table.add_columns("run", "scenario", "kind", "framework", "status", "episodes", "errors", "started")
         for r in runs:
-            status = Text(r["status"], style={"done": "green", "running": "yellow"}.get(r["status"], "red"))
+            status = Text(neutralised(r["status"]), style={"done": "green", "running": "yellow"}.get(r["status"], "red"))
             episodes = f"{r['done'] + r['errors']}/{r['planned_episodes']}" if r["planned_episodes"] else str(r["done"] + r["errors"])
-            table.add_row(r["run_id"], r["scenario"], r["kind"], app.store.framework_of(r["run_id"]), status, episodes,
-                          Text(str(r["errors"]), style="red" if r["errors"] else ""), (r["started_at"] or "")[:19], key=r["run_id"])
+            names = (r["run_id"], r["scenario"], r["kind"], app.store.framework_of(r["run_id"]))
+            errors = Text(str(r["errors"]), style="red" if r["errors"] else "")
+            table.add_row(*(Text(neutralised(str(v))) for v in names), status, Text(episodes), errors,
+                          Text(neutralised((r["started_at"] or "")[:19])), key=r["run_id"])
         table.focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

@@ -5,6 +5,9 @@ far, a page at a time, so that every keypress on a run of 10,000 episodes stays 
 
 Conditions that are the same for every episode of the run are shown once in the header rather than
 as columns (`c` shows them all), so a wide run still fits a 120-column terminal.
+
+Every cell is `Text`, never a string the table would read as markup, and what a model, a server or a
+dataset wrote (ids, model names, error reasons) is `neutralised` before it is shown.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from testbed.replay.catalog import EpisodeRow, RunCatalog, default_judge
 from testbed.replay.filters import EpisodeFilter, FilterError, SortState
 from testbed.store import JudgeIdentity
 from testbed.store.browse import episodes_containing
+from testbed.terminal_text import neutralised
 
 COLUMNS = [
     ("episode", "episode_id"), ("item", "item_id"), ("assistant", "assistant_model"), ("user", "user_model"),
@@ -39,20 +43,20 @@ DRIFT_CYCLE = ("", "drifted", "!drifted")
 ERROR_CYCLE = ("", "errored", "!errored")
 
 
-def cell(row: EpisodeRow, attr: str) -> Text | str:
+def cell(row: EpisodeRow, attr: str) -> Text:
     """One cell of the table, styled: errors red, drift onsets red, ids shortened."""
     value = getattr(row, attr)
     if attr == "episode_id":
-        return value[:12]
+        return Text(neutralised(value[:12]))
     if attr == "status":
-        return Text(value, style="red" if value == "error" else "green")
+        return Text(neutralised(value), style="red" if value == "error" else "green")
     if attr == "onset":
         return Text(f"{value} (t{row.onset_turn})", style="bold red") if value is not None else Text("-", style="dim")
     if attr == "error":
-        return Text(value[:40], style="red")
+        return Text(neutralised(value[:40]), style="red")
     if attr == "temperature":
-        return f"{value:g}"
-    return str(value)
+        return Text(f"{value:g}")
+    return Text(neutralised(str(value)))
 
 
 class EpisodesScreen(Screen):
@@ -147,13 +151,13 @@ class EpisodesScreen(Screen):
         """Run, judge, filter, counts and the constant conditions."""
         drifted = sum(r.drifted for r in self.rows)
         errored = sum(r.errored for r in self.rows)
-        text = Text(f"{self.run_id}", style="bold")
+        text = Text(neutralised(self.run_id), style="bold")
         text.append(f"  ·  {len(self.shown)} of {len(self.rows)} episodes  ·  drifted {drifted}  ·  errored {errored}")
-        text.append(f"\njudge: {self.judge or 'none (run testbed judge)'}", style="magenta")
+        text.append(neutralised(f"\njudge: {self.judge or 'none (run testbed judge)'}"), style="magenta")
         if len(self.catalog.identities) > 1:
             text.append(f"  (j: {len(self.catalog.identities)} labellers)", style="dim")
         if self.filter.text:
-            text.append(f"   filter: {self.filter.text}", style="bold yellow")
+            text.append(neutralised(f"   filter: {self.filter.text}"), style="bold yellow")
         if self.sort.column:
             text.append(f"   sorted by {self.sort.column}{' desc' if self.sort.reverse else ''}", style="cyan")
         if self.constant and not self.show_constant:
@@ -165,7 +169,7 @@ class EpisodesScreen(Screen):
         try:
             self.filter = EpisodeFilter.parse(line)
         except FilterError as exc:
-            self.app.notify(str(exc), title="filter", severity="error", timeout=6)
+            self.app.notify(neutralised(str(exc)), title="filter", severity="error", timeout=6, markup=False)
             return False
         self.refresh_table()
         return True
@@ -263,7 +267,7 @@ class EpisodesScreen(Screen):
         ids = [r.episode_id for r in self.shown]
         matches = [i for i, e in enumerate(ids) if e.startswith(episode_id)]
         if len(matches) != 1:
-            self.app.notify(f"episode {episode_id!r} {'is ambiguous' if matches else 'is not shown'} in run {self.run_id}",
-                            severity="error")
+            what = "is ambiguous" if matches else "is not shown"
+            self.app.notify(neutralised(f"episode {episode_id!r} {what} in run {self.run_id}"), severity="error", markup=False)
             return
         self.app.push_screen(TranscriptScreen(self.catalog, self.judge, self.shown, matches[0]))

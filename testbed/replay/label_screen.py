@@ -3,7 +3,8 @@
 The turn is shown as the user-turn generator saw its context: the request (the episode's first
 user message), the latest answer before the turn, and the turn itself. The judges' labels of a
 turn appear only after the person has labelled it, in the line about the turn just labelled.
-Every label is committed when its key is pressed (`testbed.replay.labelling`).
+Every label is committed when its key is pressed (`testbed.replay.labelling`). The turns, ids and
+notes are `neutralised` before they are shown.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from testbed.replay.catalog import RunCatalog
 from testbed.replay.labelling import LabellingSession
 from testbed.replay.render import label_line, role_badge
 from testbed.store import JudgeIdentity, TurnRecord
+from testbed.terminal_text import neutralised
 
 LABEL_KEYS = tuple(str(k) for k in range(1, 9))
 
@@ -105,7 +107,7 @@ class LabelScreen(Screen):
     def redraw(self) -> None:
         """Show progress and the current turn (or that all are done)."""
         s = self.session
-        progress = Text(f"labelling {self.run_id} as human:{self.annotator}  ·  ", style="bold")
+        progress = Text(neutralised(f"labelling {self.run_id} as human:{self.annotator}  ·  "), style="bold")
         progress.append(f"{s.done} of {s.total} labelled", style="bold green")
         progress.append(f"  ·  seed {self.seed}  ·  skipped {len(self.skipped)}  ·  judges hidden", style="dim")
         self.query_one("#progress", Static).update(progress)
@@ -115,14 +117,15 @@ class LabelScreen(Screen):
             context.update(Text("Every turn of this run has your label. u undoes the last one; q quits.", style="bold green"))
             target.update("")
             return
-        note = Text(f"note: {self.note}", style="italic yellow") if self.note else Text("")
+        note = Text(neutralised(f"note: {self.note}"), style="italic yellow") if self.note else Text("")
         context.update(Group(
-            Panel(Text(turn.question), title=role_badge("user") + Text(" the request"), title_align="left", border_style="cyan"),
-            Panel(Text(turn.answer), title=role_badge("assistant") + Text(" the answer the user saw"), title_align="left",
-                  border_style="green"),
+            Panel(Text(neutralised(turn.question)), title=role_badge("user") + Text(" the request"), title_align="left",
+                  border_style="cyan"),
+            Panel(Text(neutralised(turn.answer)), title=role_badge("assistant") + Text(" the answer the user saw"),
+                  title_align="left", border_style="green"),
         ))
-        target.update(Panel(Group(Text(turn.user_turn or "(empty)"), note), title=role_badge("user") + Text(
-            f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}"),
+        target.update(Panel(Group(Text(neutralised(turn.user_turn or "(empty)")), note), title=role_badge("user") + Text(
+            neutralised(f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}")),
             title_align="left", border_style="bold cyan"))
         self.query_one("#turn", VerticalScroll).scroll_home(animate=False)
         self.query_one("#target", VerticalScroll).scroll_home(animate=False)
@@ -130,8 +133,8 @@ class LabelScreen(Screen):
     def reveal(self, turn: TurnRecord) -> None:
         """After a label: the person's label and, now, every judge's on the turn just labelled."""
         label, _ = self.session.label_of(turn) or ("", "")
-        text = Text(f"turn {turn.episode_id[:12]}:{turn.turn_index}  you: ", style="dim")
-        text.append(label, style="bold cyan")
+        text = Text(neutralised(f"turn {turn.episode_id[:12]}:{turn.turn_index}  you: "), style="dim")
+        text.append(neutralised(label), style="bold cyan")
         for record in self.session.catalog.records(turn.episode_id, turn.turn_index):
             if record.who != self.session.who:
                 text.append("\n   ")
@@ -157,7 +160,8 @@ class LabelScreen(Screen):
             return
         self.position = next(i for i, t in enumerate(self.session.order) if (t.episode_id, t.turn_index) == key)
         self.skipped.discard(self.position)
-        self.query_one("#last", Static).update(Text(f"withdrew your label on {key[0][:12]}:{key[1]}", style="yellow"))
+        withdrawn = neutralised(f"withdrew your label on {key[0][:12]}:{key[1]}")
+        self.query_one("#last", Static).update(Text(withdrawn, style="yellow"))
         self.redraw()
 
     def action_skip(self) -> None:

@@ -3,6 +3,8 @@
 The replay app puts these panels on screen and `testbed show-episode` prints them, so both show
 the same badges: the true role, the speaker, turn index, tokens and latency; each identity's label
 with its reason; the source edge; the drift onset; a perturbed answer; an episode's error.
+Everything a model, a server or a dataset wrote (messages, reasons, names, ids) is `neutralised`
+here, so neither the app nor a pipe ever gets an escape sequence from a transcript.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from rich.text import Text
 
 from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.store import LabelRecord
+from testbed.terminal_text import neutralised
 
 ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green"}
 """The colour of each true role's badge and border."""
@@ -22,18 +25,18 @@ ONSET_STYLE = "bold red"
 
 def role_badge(role: str) -> Text:
     """The role as a reversed badge: ` USER `, ` ASSISTANT `, ` SYSTEM `."""
-    return Text(f" {role.upper()} ", style=f"reverse bold {ROLE_STYLES.get(role, 'white')}")
+    return Text(neutralised(f" {role.upper()} "), style=f"reverse bold {ROLE_STYLES.get(role, 'white')}")
 
 
 def label_line(record: LabelRecord) -> Text:
     """`local@v3  echo_assistant  — reason` (or `unscored`, with why)."""
-    line = Text(f"{record.who}  ", style="dim")
+    line = Text(neutralised(f"{record.who}  "), style="dim")
     if record.status == "scored":
-        line.append(record.label or ("follow-up" if record.followup else "not a follow-up"), style="bold magenta")
+        line.append(neutralised(record.label or ("follow-up" if record.followup else "not a follow-up")), style="bold magenta")
     else:
         line.append("unscored", style="yellow")
     if record.reason:
-        line.append(f"  — {record.reason}", style="italic")
+        line.append(neutralised(f"  — {record.reason}"), style="italic")
     return line
 
 
@@ -41,7 +44,7 @@ def turn_title(turn: TurnView) -> Text:
     """The panel title: role badge, speaker, turn index, the user turn's ordinal, tokens and latency."""
     m = turn.message
     title = role_badge(m.role)
-    title.append(f" {m.speaker or '-'} · turn {m.turn_index}")
+    title.append(neutralised(f" {m.speaker or '-'} · turn {m.turn_index}"))
     if turn.generated:
         title.append(f" · user turn {turn.ordinal}")
     if m.usage.completion_tokens or m.usage.latency_s:
@@ -56,13 +59,13 @@ def turn_panel(turn: TurnView, *, current: bool = False) -> Panel:
     if turn.onset:
         marks.append(" ◆ DRIFT ONSET ", style=f"reverse {ONSET_STYLE}")
     if turn.perturbed:
-        marks.append(f" perturbed: {turn.perturbed} ", style="reverse yellow")
+        marks.append(neutralised(f" perturbed: {turn.perturbed} "), style="reverse yellow")
         marks.append("  (shown to the user as below)", style="dim")
     if turn.source is not None:
         marks.append(f"  ↩ {turn.source}", style="bold yellow" if turn.source.kind == "echoes" else "yellow")
     if marks:
         parts.append(marks)
-    parts.append(Text(turn.message.content or "(empty)", style="" if turn.message.content else "dim italic"))
+    parts.append(Text(neutralised(turn.message.content or "(empty)"), style="" if turn.message.content else "dim italic"))
     if turn.generated:
         if turn.labels:
             parts.extend(label_line(r) for r in turn.labels)
@@ -76,17 +79,18 @@ def turn_panel(turn: TurnView, *, current: bool = False) -> Panel:
 def episode_header(view: EpisodeView) -> Text:
     """The episode's conditions, how it stopped, its drift onset under the chosen judge and its error."""
     k = view.episode.key
-    text = Text(f"{view.run_id} / {k.episode_id}", style="bold")
-    text.append(f"\nitem {k.item_id} · {k.dataset} · assistant {k.assistant_model} · user {k.user_model} ({k.user_mode}) · "
-                f"T={k.temperature:g} · sample {k.sample_index} · perturbation {k.perturbation}")
-    text.append(f"\n{view.episode.status}", style="red" if view.episode.status == "error" else "green")
-    text.append(f" · stop: {view.episode.termination or '-'}")
+    text = Text(neutralised(f"{view.run_id} / {k.episode_id}"), style="bold")
+    text.append(neutralised(f"\nitem {k.item_id} · {k.dataset} · assistant {k.assistant_model} · user {k.user_model} "
+                            f"({k.user_mode}) · T={k.temperature:g} · sample {k.sample_index} · "
+                            f"perturbation {k.perturbation}"))
+    text.append(neutralised(f"\n{view.episode.status}"), style="red" if view.episode.status == "error" else "green")
+    text.append(neutralised(f" · stop: {view.episode.termination or '-'}"))
     onset = view.onset_position
-    judge = str(view.judge) if view.judge else "no judge"
+    judge = neutralised(str(view.judge)) if view.judge else "no judge"
     text.append(f" · drift ({judge}): " + (f"onset at user turn {view.turns[onset].ordinal} (turn {view.turns[onset].message.turn_index})"
                                            if onset is not None else "none"))
     if view.episode.error_reason:
-        text.append(f"\nerror: {view.episode.error_reason}", style="bold red")
+        text.append(neutralised(f"\nerror: {view.episode.error_reason}"), style="bold red")
     return text
 
 
@@ -96,5 +100,5 @@ def print_episode(view: EpisodeView, console: Console) -> None:
     for turn in view.turns:
         console.print(turn_panel(turn))
     if view.episode.error_reason:
-        console.print(Panel(Text(view.episode.error_reason), title=Text(" ERROR ", style="reverse bold red"),
+        console.print(Panel(Text(neutralised(view.episode.error_reason)), title=Text(" ERROR ", style="reverse bold red"),
                             title_align="left", border_style="red"))

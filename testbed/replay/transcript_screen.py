@@ -19,6 +19,7 @@ from testbed.replay.catalog import EpisodeRow, RunCatalog
 from testbed.replay.episode_view import EpisodeView, episode_view
 from testbed.replay.render import episode_header, turn_panel
 from testbed.store import JudgeIdentity
+from testbed.terminal_text import neutralised
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Play speeds in turns per second."""
@@ -127,7 +128,8 @@ class TranscriptScreen(Screen):
         """Put the cursor on the drift onset (unfolding up to it)."""
         position = self.view.onset_position
         if position is None:
-            self.app.notify(f"no drift onset under {self.judge or 'any judge'} in this episode", severity="warning")
+            self.app.notify(neutralised(f"no drift onset under {self.judge or 'any judge'} in this episode"), severity="warning",
+                            markup=False)
             return
         self.pause()
         self.cursor = position
