@@ -5,7 +5,8 @@ clipboard, `\\x1b[2J` would clear the screen, and a bidi override would make a l
 from what it holds. Every view shows such text through `neutralised`, which makes each of those
 characters a visible mark instead: C0 controls (ESC, BEL, NUL, a lone CR, DEL…) become their Unicode
 Control Pictures (`␛`, `␇`, `␀`, `␍`, `␡`); C1 controls, bidi embeddings, overrides, isolates and marks,
-zero-width characters and lone surrogates become `<U+XXXX>`. Newlines and tabs stay, and CRLF becomes
+zero-width characters, line/paragraph separators, Unicode tag characters (invisible
+text) and lone surrogates become `<U+XXXX>`. Newlines and tabs stay, and CRLF becomes
 a newline. The store keeps the raw text; only what is shown is neutralised.
 
 `neutralised_text` does the same to a rich `Text`, keeping its styles on the characters they covered,
@@ -26,14 +27,14 @@ _PICTURED = [*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F]
 _MARKED = [
     *range(0x80, 0xA0),
     0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-    *range(0x200B, 0x200E), 0x2060, 0xFEFF,
-    *range(0xD800, 0xE000),
+    *range(0x200B, 0x200E), 0x2060, 0xFEFF, 0x2028, 0x2029,
+    *range(0xD800, 0xE000), *range(0xE0000, 0xE0080),
 ]
 
 _TABLE: dict[int, str] = {c: chr(0x2421 if c == 0x7F else 0x2400 + c) for c in _PICTURED}
 _TABLE.update({c: f"<U+{c:04X}>" for c in _MARKED})
 
-_UNSAFE = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
+_UNSAFE = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060\u2066-\u2069\ufeff\ud800-\udfff\U000e0000-\U000e007f]")
 """One thing `neutralised` changes: a CRLF pair, or one character of `_TABLE`."""
 
 
