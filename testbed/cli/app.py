@@ -47,6 +47,8 @@ def run(
     from testbed.specs.loader import load_scenario
     from testbed.specs.sweep import find_sweep
 
+    if run_id is not None and (not run_id.strip() or not run_id.isprintable()):
+        fail(f"--run-id {run_id!r} is empty or holds control characters: use letters, digits and - _ . only")
     sweep_path = find_sweep(spec)
     try:
         if sweep_path is not None:

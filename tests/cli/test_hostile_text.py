@@ -121,11 +121,17 @@ def _patched_run(monkeypatch, failure: Exception | None = None) -> None:
 
 def test_run_summary_and_its_report_are_neutralised(tmp_path, monkeypatch):
     _patched_run(monkeypatch)
-    run_id = "run" + HOSTILE.replace("\x00", "")
-    out = invoke("run", str(hostile_spec(tmp_path)), "--store", str(tmp_path / "s.sqlite"), "-q", "--run-id", run_id)
+    out = invoke("run", str(hostile_spec(tmp_path)), "--store", str(tmp_path / "s.sqlite"), "-q", "--run-id", "hostile-run")
     assert out.exit_code == 1, out.output
     assert_neutralised(out.output, marks=MARKS + MODEL_MARKS)
-    assert "run run␛]0;PWNED-TITLE" in out.output and "2/3 episodes done, 1 errors" in out.output, "the errored episode: exit 1"
+    assert "run hostile-run" in out.output and "2/3 episodes done, 1 errors" in out.output, "the errored episode: exit 1"
+
+
+def test_a_run_id_with_control_characters_is_refused_before_anything_starts(tmp_path):
+    out = invoke("run", str(hostile_spec(tmp_path)), "--store", str(tmp_path / "s.sqlite"), "--run-id", "run" + HOSTILE)
+    assert out.exit_code == 2 and "holds control characters" in out.stderr
+    assert_neutralised(out.stderr, marks=())
+    assert not (tmp_path / "s.sqlite").exists()
 
 
 def test_a_server_error_that_stops_the_run_fails_with_marks(tmp_path, monkeypatch):
