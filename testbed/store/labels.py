@@ -12,6 +12,7 @@ import pandas as pd
 
 from testbed.store.records import JudgeIdentity, LabelRecord, LabelRow
 from testbed.store.sqlite_store import Store, StoreError, now
+from testbed.store.text import storable
 
 HUMAN = "human"
 """The judge name human annotations are stored under (`human@v1:<annotator>`)."""
@@ -32,7 +33,7 @@ def write_labels(store: Store, run_id: str, who: JudgeIdentity, rows: Iterable[L
             " reason, raw, attempts, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (run_id, r.episode_id, r.turn_index, who.judge, who.version, who.model, r.status, r.label,
-                 None if r.followup is None else int(r.followup), r.reason, r.raw, r.attempts, now())
+                 None if r.followup is None else int(r.followup), storable(r.reason), storable(r.raw), r.attempts, now())
                 for r in rows
             ],
         )

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import orjson
 
-from testbed.redaction import redact
+from testbed.redaction import redact, redact_secrets_only
 from testbed.store import lease
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
 from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
+from testbed.store.text import storable
 from testbed.transcript import Message
 
 
@@ -224,7 +225,7 @@ class Store(StoreReader):
             "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, k.episode_id, k.item_id, k.dataset, k.assistant_agent, k.assistant_model, k.user_agent,
              k.user_model, k.user_mode, k.temperature, k.sample_index, k.perturbation, outcome.status,
-             outcome.termination, redact(outcome.error_reason) if outcome.error_reason else None, outcome.task_score,
+             outcome.termination, storable(redact(outcome.error_reason)) if outcome.error_reason else None, outcome.task_score,
              u.prompt_tokens, u.completion_tokens, u.latency_s, now()),
         )
         self.conn.executemany(
@@ -257,7 +258,7 @@ class Store(StoreReader):
         with self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO shared_answers VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, answer.answer_id, answer.item_id, m.content, answer.task_score, json.dumps(m.sampling),
+                (run_id, answer.answer_id, answer.item_id, storable(m.content), answer.task_score, json.dumps(m.sampling),
                  m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason),
             )
 
@@ -272,12 +273,14 @@ def _sampling_json(sampling: dict) -> str:
 
 
 def _wire_row(w: WireRecord) -> tuple:
-    return (w.seq, w.role, w.turn_index, w.path, redact(json.dumps(w.request)), w.status, redact(json.dumps(w.response)),
-            w.prompt_tokens, w.completion_tokens, w.latency_s, w.sent_at)
+    """A wire record as stored: the bodies as sent, only the keys the run used taken out (the request's headers,
+    where the key travels, are not recorded; text a model wrote that merely looks like a key stays)."""
+    return (w.seq, w.role, w.turn_index, w.path, redact_secrets_only(json.dumps(w.request)), w.status,
+            redact_secrets_only(json.dumps(w.response)), w.prompt_tokens, w.completion_tokens, w.latency_s, w.sent_at)
 
 
 def _message_row(m: Message) -> tuple:
-    return (m.turn_index, m.role, m.speaker, m.content, _sampling_json(m.sampling) if m.sampling else None,
+    return (m.turn_index, m.role, storable(m.speaker), storable(m.content), _sampling_json(m.sampling) if m.sampling else None,
             m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason, m.reused_from)
 
 

@@ -4,8 +4,9 @@ A framework's own client retries what it likes, when it likes (most retry a 500 
 is not JSON, none stops on a rejected key). Every framework request passes the recorder, so the
 recorder applies the native backend's rules (testbed.backends.openai_http) to all of them: 5xx,
 408/409/429 (honouring `Retry-After`), resets, closed connections, timeouts and 200 replies that are
-not a readable completion are retried with capped, jittered exponential backoff; a 401/403 stops
-every later request at once with the native message naming the key's variable; what still fails is
+not a readable completion (not JSON, no choices, or text with a lone surrogate, which the SDKs cannot
+encode again when they send the conversation on) are retried with capped, jittered exponential backoff;
+a 401/403 stops every later request at once with the native message naming the key's variable; what still fails is
 answered as a 502 whose message is the native reason ("… (gave up after N attempts)").
 """
 
@@ -106,6 +107,14 @@ def unreadable(body: bytes) -> str | None:
     choices = decoded.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return "the reply has no choices"
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(content[exc.start])
+            return f"the reply holds a lone surrogate (U+{code:04X}), which a framework's client cannot send back in its next request"
     return None
 
 
