@@ -36,6 +36,9 @@ so those two are asserted only where the testbed builds the text)."""
 BUILT_MARKS = ("␇", "␀", "␍")
 """Marks of the characters rich would drop: seen where the testbed neutralises the text before rich has it."""
 
+STORED_MARKS = ("␇", "\\x00", "␍")
+"""The built marks of text that went through the store, which keeps a NUL as the escape `\\x00` (testbed.store.text)."""
+
 HOSTILE_MODEL = "model\x1b]0;MODEL-TITLE\x07\u202e"
 """A model name that is an attack too: it reaches the report's tables and the replay's columns."""
 

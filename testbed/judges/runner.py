@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from testbed.judges.verdict import Verdict
 from testbed.progress import EpisodeProgress
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, judged_turns, write_labels
+from testbed.store.lease import HEARTBEAT_S
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,43 @@ async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console:
     Turns are read and judged `chunk` at a time, and verdicts written every `commit_every`, so
     memory stays flat however large the run, and a judge that is stopped keeps what it wrote: the
     same call again judges only the rest. A model judge's backend is started once for the whole run.
+    A second process labelling the same run with the same judge is refused (StoreError) until this one ends.
     """
     labeller = make_judge(judge, backend)
+    who = labeller.identity
+    async with judging_lease(store, run_id, who):
+        return await _judge_unscored(store, run_id, judge, labeller, backend, console, show_progress, chunk)
+
+
+def lease_key(run_id: str, who: JudgeIdentity) -> str:
+    """The lease one judge identity holds on a run while it labels it (beside the run's own lease, never it)."""
+    return f"judge:{run_id}:{who}"
+
+
+@contextlib.asynccontextmanager
+async def judging_lease(store: Store, run_id: str, who: JudgeIdentity):
+    """Be the one process labelling `run_id` as `who` for the block (renewed by a heartbeat), or raise StoreError
+    naming the live process that is: two processes never pay a model judge for the same turn."""
+    key = lease_key(run_id, who)
+    store.acquire_lease(key, f"run {run_id} is being labelled by judge {who}")
+    heartbeat = asyncio.create_task(_renew(store, key))
+    try:
+        yield
+    finally:
+        heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
+        store.release_lease(key)
+
+
+async def _renew(store: Store, key: str) -> None:
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        store.heartbeat(key)
+
+
+async def _judge_unscored(store: Store, run_id: str, judge: ResolvedJudge, labeller: Judge, backend, console, show_progress: bool,
+                          chunk: int) -> JudgeSummary:
+    """Label the turns `labeller` has not scored yet (the caller holds the judging lease)."""
     who = labeller.identity
     done = judged_turns(store, run_id, who, scored_only=True)
     total = todo = 0

@@ -83,8 +83,9 @@ def holder(conn: sqlite3.Connection, run_id: str) -> Holder | None:
     return Holder(*row) if row else None
 
 
-def acquire(conn: sqlite3.Connection, run_id: str) -> str:
-    """Take the run's lease for this process and return its token, or raise RunBusy naming the holder."""
+def acquire(conn: sqlite3.Connection, run_id: str, work: str | None = None) -> str:
+    """Take the lease on `run_id` (a run's id, or another key such as a judge's on a run) for this process and
+    return its token, or raise RunBusy naming the holder; `work` says what the lease is for in that message."""
     token = uuid.uuid4().hex
     pid = os.getpid()
     conn.execute("BEGIN IMMEDIATE")
@@ -92,7 +93,7 @@ def acquire(conn: sqlite3.Connection, run_id: str) -> str:
         current = holder(conn, run_id)
         if current is not None and current.alive():
             raise RunBusy(
-                f"run {run_id} is being written by {current.describe()}: wait for it to finish or stop it "
+                f"{work or f'run {run_id} is being written'} by {current.describe()}: wait for it to finish or stop it "
                 f"(a lease whose holder died expires after {LEASE_TTL_S:g} s)"
             )
         at = time.time()

@@ -94,10 +94,11 @@ class Store(StoreReader):
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         self.schema_version = SCHEMA_VERSION
 
-    def acquire_lease(self, run_id: str) -> None:
-        """Become the run's one writer, or raise StoreError naming the live process that is."""
+    def acquire_lease(self, run_id: str, work: str | None = None) -> None:
+        """Become the run's one writer (or the one holder of another key, `work` saying what for), or raise
+        StoreError naming the live process that is."""
         try:
-            self._leases[run_id] = lease.acquire(self.conn, run_id)
+            self._leases[run_id] = lease.acquire(self.conn, run_id, work)
         except lease.RunBusy as exc:
             raise StoreError(str(exc)) from None
 

@@ -7,10 +7,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from hostile_text import BUILT_MARKS, FORBIDDEN, HOSTILE, HOSTILE_MODEL, MARKS, MODEL_MARKS, WIRE_RUN, assert_neutralised
+from hostile_text import (BUILT_MARKS, FORBIDDEN, HOSTILE, HOSTILE_MODEL, MARKS, MODEL_MARKS, STORED_MARKS, WIRE_RUN,
+                          assert_neutralised)
 from hostile_text import build_hostile_store, hostile_backends, hostile_spec
 from testbed.backends.base import BackendError
 from testbed.cli.app import app
+from testbed.store.text import storable
 
 runner = CliRunner()
 
@@ -40,7 +42,7 @@ def test_show_episode_prints_the_transcript_and_the_error_as_marks(hostile):
     for status, episode in _episodes(db, run_id).items():
         out = invoke("show-episode", run_id, episode, "--store", db)
         assert out.exit_code == 0, out.output
-        assert_neutralised(out.output, marks=MARKS + BUILT_MARKS + MODEL_MARKS)
+        assert_neutralised(out.output, marks=MARKS + STORED_MARKS + MODEL_MARKS)
         assert status != "error" or "HTTP 503 from the user model: ␛]0;PWNED-TITLE␇" in out.output
 
 
@@ -96,7 +98,7 @@ def test_export_card_is_neutralised_and_the_rows_are_verbatim(hostile, tmp_path)
     card = next(tmp_path.glob("*.card.md")).read_text(encoding="utf-8")
     assert_neutralised(card, marks=("<U+202E>",))
     rows = [json.loads(line) for line in next(tmp_path.glob("*.jsonl")).read_text(encoding="utf-8").splitlines()]
-    assert rows and all(HOSTILE in r["messages"][-1]["content"] for r in rows), "training rows keep the stored text"
+    assert rows and all(storable(HOSTILE) in r["messages"][-1]["content"] for r in rows), "training rows keep the stored text"
 
 
 def test_show_prints_the_resolved_spec_with_marks(tmp_path):

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from hostile_text import BUILT_MARKS, FORBIDDEN, MARKS, assert_neutralised, build_hostile_store
+from hostile_text import FORBIDDEN, MARKS, STORED_MARKS, assert_neutralised, build_hostile_store
 from testbed.replay.app import ReplayApp, RunsScreen
 from testbed.replay.episodes_screen import EpisodesScreen
 from testbed.replay.label_screen import LabelScreen
@@ -63,7 +63,7 @@ async def test_transcript_shows_messages_and_the_error_as_marks(hostile, errored
         screen = app.screen
         assert isinstance(screen, TranscriptScreen) and (screen.view.episode.status == "error") == errored
         shown = drawn(app)
-        assert_neutralised(shown, marks=MARKS + BUILT_MARKS)
+        assert_neutralised(shown, marks=MARKS + STORED_MARKS)
         assert not errored or "error: HTTP 503 from the user model: ␛]0;PWNED-TITLE␇" in shown
 
 
@@ -75,4 +75,4 @@ async def test_labelling_shows_the_turn_and_its_context_as_marks(hostile, tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, LabelScreen)
-        assert_neutralised(drawn(app), marks=MARKS + BUILT_MARKS)
+        assert_neutralised(drawn(app), marks=MARKS + STORED_MARKS)
