@@ -299,9 +299,25 @@ def main() -> None:
         if os.environ.get("TESTBED_DEBUG"):
             raise
         from testbed.backends.base import describe
+        from testbed.store.problems import damaged, damaged_message
 
         try:
+            if damaged(exc):
+                fail(damaged_message(_store_argument(), exc), 1)
             fail(f"unexpected {describe(exc)}; nothing finished was lost (every episode is committed as it ends). "
                  "Rerun with TESTBED_DEBUG=1 for the traceback and report it.", 1)
         except typer.Exit as done:
             raise SystemExit(done.exit_code) from None
+
+
+def _store_argument() -> Path:
+    """The store the command line names (`--store PATH` or `--store=PATH`), else the default one."""
+    from testbed.store.sqlite_store import default_store_path
+
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        if arg == "--store" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if arg.startswith("--store="):
+            return Path(arg.split("=", 1)[1])
+    return default_store_path()

@@ -28,6 +28,7 @@ import orjson
 
 from testbed.redaction import redact, redact_secrets_only
 from testbed.store import lease
+from testbed.store.problems import damaged, read_only_message, store_problem, writable
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
 from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
@@ -57,13 +58,29 @@ class Store(StoreReader):
         self.path = Path(path) if path is not None else default_store_path()
         self.readonly = readonly
         self._leases: dict[str, str] = {}
-        if readonly:
-            if not self.path.is_file():
-                raise StoreError(f"no store at {self.path}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
-            self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        if readonly and not self.path.is_file():
+            raise StoreError(f"no store at {self.path}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
+        if not readonly and self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory: --store takes the path of a SQLite file")
+        try:
+            self._open(immutable=False)
+        except sqlite3.Error as exc:
+            if not (readonly and not damaged(exc) and not writable(self.path)):
+                raise StoreError(store_problem(self.path, exc)) from None
+            try:
+                self._open(immutable=True)
+            except sqlite3.Error as again:
+                raise StoreError(store_problem(self.path, again)) from None
+
+    def _open(self, *, immutable: bool) -> None:
+        """Connect and check the schema. A reader of a store it could not open in a read-only folder opens it
+        `immutable` (SQLite then creates no shared-memory file, and nobody can be writing a file there)."""
+        if self.readonly:
+            flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+            self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{flags}", uri=True, timeout=30)
         else:
-            if self.path.is_dir():
-                raise StoreError(f"{self.path} is a directory: --store takes the path of a SQLite file")
+            if not writable(self.path) and self.path.parent.exists():
+                raise StoreError(read_only_message(self.path))
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=30)
         self.conn.row_factory = sqlite3.Row

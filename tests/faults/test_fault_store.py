@@ -1,0 +1,68 @@
+"""A store that cannot be used says why and what to do: damaged (with the recovery command), or read-only (reading
+commands still read it; a run says the folder cannot be written)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from fault_specs import write_probe
+from helpers import REPO, TESTBED, run_cli
+from testbed.store import Store
+from testbed.store.sqlite_store import StoreError
+
+
+def test_a_damaged_store_is_named_with_the_recovery_command(tmp_path):
+    bad = tmp_path / "s.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"garbage" * 200)
+    for command in (["runs"], ["report", "anything"]):
+        out = run_cli(*command, "--store", str(bad))
+        assert out.returncode == 2, out.stderr
+        assert f"the store {bad} is damaged" in out.stderr
+        assert f"sqlite3 {bad} .recover | sqlite3 {tmp_path / 's-recovered.sqlite'}" in out.stderr
+        assert "report it" not in out.stderr and "Traceback" not in out.stderr
+    with pytest.raises(StoreError, match="is damaged"):
+        Store(bad)
+
+
+def as_nobody() -> list[str]:
+    """The command prefix that runs a command as an unprivileged user (root ignores file permissions)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a read-only folder cannot be made")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if subprocess.run([*prefix, *TESTBED, "--help"], cwd=REPO, capture_output=True).returncode != 0:
+        pytest.skip("the unprivileged user cannot run the installed command from this checkout")
+    return prefix
+
+
+def test_a_store_in_a_read_only_folder_is_read_where_it_is_and_a_run_says_why_it_cannot_write(tmp_path):
+    prefix = as_nobody()
+    base = Path(tempfile.mkdtemp(prefix="testbed-ro-")) if prefix else tmp_path
+    base.chmod(0o755)
+    folder = base / "ro"
+    folder.mkdir()
+    Store(folder / "s.sqlite").close()
+    (folder / "s.sqlite").chmod(0o644)
+    folder.chmod(0o555)
+    try:
+        listed = subprocess.run([*prefix, *TESTBED, "runs", "--store", str(folder / "s.sqlite")], cwd=REPO, capture_output=True, text=True)
+        assert listed.returncode == 0, listed.stderr
+        assert "runs in" in listed.stdout or "no runs" in listed.stdout
+        spec = write_probe(base / "spec", "http://127.0.0.1:9/v1")
+        run = subprocess.run([*prefix, *TESTBED, "run", str(spec), "--store", str(folder / "s.sqlite")], cwd=REPO,
+                             capture_output=True, text=True)
+        assert run.returncode == 2
+        assert f"the store {folder / 's.sqlite'} is read-only (its folder cannot be written" in run.stderr
+        assert "unable to open database file" not in run.stderr
+    finally:
+        folder.chmod(0o755)
+        if prefix:
+            shutil.rmtree(base)
