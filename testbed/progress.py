@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich import get_console
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -14,7 +15,8 @@ watching gains nothing from rich's default of ten a second."""
 
 
 class EpisodeProgress:
-    """A rich progress bar over episodes (or judged turns); silent when disabled (tests, --quiet).
+    """A rich progress bar over episodes (or judged turns); silent when disabled (tests, --quiet) and when the
+    console is not a terminal (output redirected to a file or a pipe gets no bar drawn into it).
 
     `advance` updates the counts; the bar is drawn `REFRESH_PER_S` times a second by rich's own thread.
     """
@@ -27,7 +29,8 @@ class EpisodeProgress:
         self._progress = Progress(
             TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
             TextColumn(error_label + " {task.fields[errors]}", markup=False), TextColumn("{task.fields[rate]} tok/s", markup=False),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not enabled, transient=False,
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+            disable=not (enabled and (console or get_console()).is_terminal), transient=False,
             refresh_per_second=REFRESH_PER_S,
         )
         self._task = self._progress.add_task(description, total=total, errors=0, rate="0")

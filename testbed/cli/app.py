@@ -109,14 +109,22 @@ def split_list(value: str | None) -> list[str] | None:
 
 @app.command()
 def runs(store: StoreOpt = None) -> None:
-    """List the runs in the store, newest first."""
+    """List the runs in the store, newest first: a table on a terminal; tab-separated lines, every id whole, when
+    the output goes to a file or a pipe."""
     db = open_store(store, readonly=True)
+    columns = ("run id", "scenario", "framework", "status", "done", "errors", "planned", "started", "finished")
+    rows = [(r["run_id"], r["scenario"], db.framework_of(r["run_id"]), r["status"], str(r["done"] or 0), str(r["errors"] or 0),
+             str(r["planned_episodes"]), r["started_at"][:19], (r["finished_at"] or "")[:19]) for r in db.runs()]
+    if not console.is_terminal:
+        from testbed.terminal_text import neutralised
+
+        sys.stdout.write("".join("\t".join(neutralised(cell) for cell in row) + "\n" for row in (columns, *rows)))
+        return
     table = Table(title=f"runs in {db.path}")
-    for col in ("run id", "scenario", "framework", "status", "done", "errors", "planned", "started", "finished"):
-        table.add_column(col)
-    for r in db.runs():
-        table.add_row(r["run_id"], r["scenario"], db.framework_of(r["run_id"]), r["status"], str(r["done"] or 0), str(r["errors"] or 0),
-                      str(r["planned_episodes"]), r["started_at"][:19], (r["finished_at"] or "")[:19])
+    for col in columns:
+        table.add_column(col, no_wrap=col == "run id")
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
 
 
@@ -143,6 +151,9 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
         who = _report_judge(db, meta["run_id"], judge)
     except StoreError as exc:
         fail(str(exc))
+    if not any(db.episode_counts(meta["run_id"]).values()):
+        fail(f"run {meta['run_id']} has no episodes to report: it planned {meta['planned_episodes']} and none has finished yet "
+             f"(status {meta['status']}: it was stopped, or is still starting). Run the same `testbed run` again to resume it.", 1)
     rates = _error_rates(correct_with) if correct_with is not None else None
     if rates is not None and who is None:
         fail(f"--correct-with needs judge labels on run {meta['run_id']}: run `testbed judge` first, or name one with --judge")

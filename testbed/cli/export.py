@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, err_console, fail, open_store, say
+from testbed.cli.shell import require_user_turns
 from testbed.store.sqlite_store import StoreError
 
 
@@ -44,6 +45,7 @@ def export(
                           include_canary)
     try:
         run = db.run(run_id).run_id
+        require_user_turns(db, run)
         who = resolve_identity(db, run, judge)
         result = training_rows(db, run, kind, who, chosen)
     except (StoreError, ExportError) as exc:

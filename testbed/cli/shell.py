@@ -107,8 +107,28 @@ def labelled_run(db, run_id: str, judge: str):
         run = db.run(run_id).run_id
     except StoreError as exc:
         fail(str(exc))
+    require_user_turns(db, run)
     try:
         return run, resolve_identity(db, run, judge)
     except StoreError as exc:
         name = judge.partition(":")[0].partition("@")[0]
         fail(f"{exc}\nLabel the run first: testbed judge {run} --judge {name}")
+
+
+def require_user_turns(db, run: str) -> None:
+    """Fail (exit 1), saying why, when the run has no simulated-user turn to label, plot, draw or export: no judge
+    can change that, so the message does not send the user to `testbed judge`."""
+    if next(iter(db.turn_keys(run)), None) is not None:
+        return
+    counts = db.episode_counts(run)
+    total = sum(counts.values())
+    if not total:
+        why = f"no episode has finished yet (planned {db.run(run).planned_episodes}); run the same `testbed run` again to resume it"
+    elif counts.get("error"):
+        reasons = db.error_reasons(run, limit=1)
+        why = f"{counts['error']} of its {total} episodes errored before a simulated user spoke"
+        why += f" (most often: {reasons[0][0]})" if reasons else ""
+        why += "; fix the cause and run it again: the errored episodes are redone"
+    else:
+        why = f"none of its {total} episodes has a simulated-user turn (every one ended before the user's turn)"
+    fail(f"run {run} has no simulated-user turns: {why}", 1)
