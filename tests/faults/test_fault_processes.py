@@ -71,3 +71,23 @@ def test_kill_9_leaves_a_run_listed_as_interrupted_and_a_rerun_takes_over_at_onc
         again = run_cli("run", str(spec), "--store", str(store), "-q", timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(episodes(store)) == 6
+
+
+def test_kill_9_keeps_all_but_a_few_seconds_of_the_invocations_wall_and_cpu_time(tmp_path):
+    import sqlite3
+    import time
+
+    with FaultServer(lambda r: SLOW) as server:
+        store = tmp_path / "s.sqlite"
+        run = start_run(write_probe(tmp_path, server.base_url, items=40, concurrency=1), store)
+        wait_for_episodes(str(store), 1, timeout_s=60)
+        started = time.monotonic()
+        while time.monotonic() - started < 11:
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.2)
+        run.kill()
+        run.communicate(timeout=30)
+    with sqlite3.connect(store) as conn:
+        wall, cpu = conn.execute("SELECT wall_s, client_cpu_s FROM run_frameworks").fetchone()
+    assert wall >= 10, "the time booked every heartbeat (5 s) before the kill is kept"
+    assert cpu > 0
