@@ -99,3 +99,22 @@ def test_a_server_that_echoes_the_key_in_its_500s_gets_it_on_no_channel(tmp_path
     assert any(KEY in r.headers.get("authorization", "") for r in server.requests), "the key was sent, and echoed back"
     assert all("HTTP 500" in reason for _, reason in stored(tmp_path / "s.sqlite"))
     assert KEY not in every_channel(out, tmp_path)
+
+
+@pytest.mark.parametrize("name", AGENT_FRAMEWORKS)
+def test_a_server_that_stops_answering_stops_the_framework_run_like_native(tmp_path, name):
+    server = FaultServer()
+
+    def hang_after_the_first(request):
+        if request.number == 0:
+            return ok()
+        server.models_fault = Fault("hang")
+        return Fault("hang")
+
+    server.plan = hang_after_the_first
+    with server:
+        spec = write_dialogue(tmp_path, server.base_url, items=4, concurrency=1)
+        out = run_framework(name, spec, tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "the server stopped answering during the run" in out.stderr and "did not answer within" in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
