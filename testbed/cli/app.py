@@ -129,14 +129,14 @@ def runs(store: StoreOpt = None) -> None:
 
 
 def _report_judge(db, run_id: str, selector: str | None):
-    """The labeller whose verdicts the report shows: the one named, else `local` when present, else none."""
-    from testbed.store.labels import identities, resolve_identity
+    """The labeller whose verdicts the report shows: the one named, else `local` when it labelled the run (the version
+    `default_identity` picks, as every other face does), else none."""
+    from testbed.store.labels import default_identity, resolve_identity
 
     if selector == "none":
         return None
     if selector is None:
-        local = [i for i in identities(db, run_id) if i.judge == "local"]
-        return local[-1] if local else None
+        return default_identity(db, run_id, "local")
     return resolve_identity(db, run_id, selector)
 
 

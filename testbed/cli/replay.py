@@ -13,11 +13,10 @@ from testbed.store.sqlite_store import StoreError
 
 
 def _judge(db, run_id: str, selector: str | None):
-    from testbed.replay.catalog import default_judge
-    from testbed.store.labels import identities, resolve_identity
+    from testbed.store.labels import default_identity, resolve_identity
 
     try:
-        return resolve_identity(db, run_id, selector) if selector else default_judge(identities(db, run_id))
+        return resolve_identity(db, run_id, selector) if selector else default_identity(db, run_id)
     except StoreError as exc:
         fail(str(exc))
 

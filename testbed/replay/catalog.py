@@ -67,13 +67,6 @@ class EpisodeRow:
         return self.status == "error"
 
 
-def default_judge(identities: list[JudgeIdentity]) -> JudgeIdentity | None:
-    """The judge the table opens under: `local` when it labelled the run, else the first model judge, else a human."""
-    judges = [i for i in identities if i.judge != HUMAN]
-    local = [i for i in judges if i.judge == "local"]
-    return (local or judges or identities or [None])[0]
-
-
 def _top_label(labels: list[str]) -> str:
     if not labels:
         return ""

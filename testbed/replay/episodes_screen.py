@@ -18,10 +18,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from testbed.replay.catalog import EpisodeRow, RunCatalog, default_judge
+from testbed.replay.catalog import EpisodeRow, RunCatalog
 from testbed.replay.filters import EpisodeFilter, FilterError, SortState
 from testbed.store import JudgeIdentity
 from testbed.store.browse import episodes_containing
+from testbed.store.labels import default_identity
 from testbed.terminal_text import neutralised
 
 COLUMNS = [
@@ -99,7 +100,7 @@ class EpisodesScreen(Screen):
         """Read the run once and show its table; open a requested episode on top."""
         app = self.app
         self.catalog = RunCatalog.load(app.store, self.run_id)  # type: ignore[attr-defined]
-        self.judge = self.requested_judge or default_judge(self.catalog.identities)
+        self.judge = self.requested_judge or default_identity(app.store, self.run_id)  # type: ignore[attr-defined]
         self.rows = self.catalog.rows(self.judge)
         self.constant = self._constant_columns()
         self.refresh_table()

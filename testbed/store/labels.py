@@ -55,8 +55,28 @@ def identities(store: Store, run_id: str) -> list[JudgeIdentity]:
     return [JudgeIdentity(*r) for r in rows]
 
 
+def default_identity(store: Store, run_id: str, judge: str | None = None) -> JudgeIdentity | None:
+    """The labeller a run is shown under when none is named (or several match a name), one rule for every face
+    (report, replay, plot, graph, export, compare): of the identities that labelled the run (of `judge` only,
+    when given), `local` before model judges before humans, and among those the one whose labels were written last
+    (a newer version of a judge re-labelling the run wins); None when none labelled it."""
+    found = _by_last_label(store, run_id, judge)
+    if not found:
+        return None
+    rank = {"local": 0, HUMAN: 2}
+    return min(found, key=lambda f: (rank.get(f[0].judge, 1), -f[1]))[0]
+
+
+def _by_last_label(store: Store, run_id: str, judge: str | None) -> list[tuple[JudgeIdentity, int]]:
+    rows = store.conn.execute(
+        "SELECT judge, judge_version, model, MAX(label_id) FROM labels WHERE run_id=? GROUP BY judge, judge_version, model", (run_id,)
+    )
+    return [(JudgeIdentity(*r[:3]), r[3]) for r in rows if judge is None or r[0] == judge]
+
+
 def resolve_identity(store: Store, run_id: str, selector: str) -> JudgeIdentity:
-    """Find the one identity a selector names: `name`, `name:model`, `name@version` or `name@version:model`."""
+    """Find the identity a selector names: `name`, `name:model`, `name@version` or `name@version:model`; when it
+    names several (two versions of one judge), the one whose labels were written last (`default_identity`'s rule)."""
     head, _, model = selector.partition(":")
     name, _, version = head.partition("@")
     found = [i for i in identities(store, run_id)
@@ -65,7 +85,8 @@ def resolve_identity(store: Store, run_id: str, selector: str) -> JudgeIdentity:
     if not found:
         raise StoreError(f"no labels from {selector!r} on run {run_id}; labelled by: {known}")
     if len(found) > 1:
-        raise StoreError(f"{selector!r} matches several labellers on run {run_id} ({', '.join(map(str, found))}): name one as judge@version:model")
+        written = dict(_by_last_label(store, run_id, name))
+        return max(found, key=lambda i: written.get(i, -1))
     return found[0]
 
 

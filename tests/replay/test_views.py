@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 from testbed.analysis.drift import drift_onsets
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app as cli
-from testbed.replay.catalog import RunCatalog, default_judge
+from testbed.replay.catalog import RunCatalog
 from testbed.replay.episode_view import episode_view
 from testbed.replay.filters import EpisodeFilter, FilterError, SortState
 from testbed.replay.render import turn_panel
 from testbed.runner import run_scenario
 from testbed.specs.loader import load_scenario
-from testbed.store import JudgeIdentity, Store
+from testbed.store import Store
 from testbed.store.frames import turns_df
 from testbed.store.labels import labels_frame
 
@@ -40,13 +40,6 @@ def test_rows_agree_with_the_drift_analysis_for_every_judge(replay_store):
             onset = expected.loc[row.episode_id, "onset"]
             assert (row.onset is None and math.isnan(onset)) or row.onset == onset, (who, row.episode_id)
             assert row.user_turns == expected.loc[row.episode_id, "user_turns"]
-
-
-def test_default_judge_prefers_local_then_model_judges_then_people():
-    local, model, person = JudgeIdentity("local", "2"), JudgeIdentity("fm", "1", "gpt"), JudgeIdentity("human", "v1", "ann")
-    assert default_judge([person, model, local]) == local
-    assert default_judge([person, model]) == model
-    assert default_judge([person]) == person and default_judge([]) is None
 
 
 def test_the_view_marks_onset_source_and_ordinals(replay_store):
