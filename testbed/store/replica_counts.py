@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from testbed.backends.replicas import ReplicaCount
+from testbed.store.text import storable
 
 
 def add_replica_counts(store, run_id: str, counts: Iterable[ReplicaCount]) -> None:
     """Add one invocation's counts to the run's totals; a replica taken out keeps the last reason it was taken out."""
-    rows = [(run_id, c.agent, c.url, c.served, c.retried, c.out_reason) for c in counts]
+    rows = [(run_id, c.agent, c.url, c.served, c.retried, storable(c.out_reason)) for c in counts]
     if not rows:
         return
     with store.conn:

@@ -292,9 +292,10 @@ def _sampling_json(sampling: dict) -> str:
 
 def _wire_row(w: WireRecord) -> tuple:
     """A wire record as stored: the bodies as sent, only the keys the run used taken out (the request's headers,
-    where the key travels, are not recorded; text a model wrote that merely looks like a key stays)."""
-    return (w.seq, w.role, w.turn_index, w.path, redact_secrets_only(json.dumps(w.request)), w.status,
-            redact_secrets_only(json.dumps(w.response)), w.prompt_tokens, w.completion_tokens, w.latency_s, w.sent_at)
+    where the key travels, are not recorded; text a model wrote that merely looks like a key stays). `json.dumps`
+    already writes a lone surrogate or a NUL as a JSON escape; `storable` keeps that true whatever writes the JSON."""
+    return (w.seq, w.role, w.turn_index, w.path, storable(redact_secrets_only(json.dumps(w.request))), w.status,
+            storable(redact_secrets_only(json.dumps(w.response))), w.prompt_tokens, w.completion_tokens, w.latency_s, w.sent_at)
 
 
 def _message_row(m: Message) -> tuple:

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from fault_server import FaultServer, ok
-from fault_specs import write_dialogue
-from helpers import run_cli
+from fault_specs import write_dialogue, write_probe
+from helpers import run_cli, run_id_of
 from testbed.store.text import storable
 
 ODD = ["x \ud800 y", "low \udfff", "nul\x00here", "api_key=abcdef0123456789 is just text"]
@@ -54,3 +54,28 @@ def test_a_framework_whose_replies_always_hold_a_lone_surrogate_errs_per_episode
         reasons = {r for (r,) in conn.execute("SELECT error_reason FROM episodes")}
     [reason] = reasons
     assert "the reply holds a lone surrogate (U+D800)" in reason and reason.endswith("(gave up after 2 attempts)")
+
+
+def test_a_probe_whose_replies_and_verdicts_hold_lone_surrogates_and_nul_is_stored_whole_and_judged(tmp_path):
+    store = tmp_path / "s.sqlite"
+    odd = ["x \ud800 y", "low \udfff", "nul\x00here"]
+
+    def plan(request):
+        if "<<<BEGIN USER_TURN" in request.text:
+            return ok('{"followup": true, "reason": "asks \\ud800 about\\u0000 it"}')
+        return ok(odd[request.number % len(odd)])
+
+    with FaultServer(plan) as server:
+        spec = write_probe(tmp_path, server.base_url, items=6, temperatures=(0.0,))
+        run = run_cli("run", str(spec), "--store", str(store), "-q", "--no-report", timeout=120)
+        assert run.returncode == 0, run.stdout + run.stderr
+        judged = run_cli("judge", run_id_of(run.stdout), "--judge", "followup", "--model", str(tmp_path / "fault-agent.yaml"),
+                         "--store", str(store), "-q", timeout=120)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    with sqlite3.connect(store) as conn:
+        statuses = [s for (s,) in conn.execute("SELECT status FROM episodes")]
+        contents = {c for (c,) in conn.execute("SELECT content FROM messages")}
+        reasons = {r for (r,) in conn.execute("SELECT reason FROM labels WHERE judge='followup' AND status='scored'")}
+    assert statuses == ["done"] * 6
+    assert {"x \\ud800 y", "low \\udfff", "nul\\x00here"} <= contents
+    assert reasons == {"asks \\ud800 about\\x00 it"}
