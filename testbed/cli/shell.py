@@ -57,11 +57,14 @@ def open_store(path: Path | None, *, create: bool = False, readonly: bool = Fals
     try:
         if not create and not target.is_file():
             raise StoreError(f"no store at {target}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
-        return Store(target, readonly=readonly)
+        db = Store(target, readonly=readonly)
     except (StoreError, OSError) as exc:
         fail(str(exc))
     except Exception as exc:  # sqlite3.DatabaseError and friends
         fail(f"cannot open store {target}: {exc}")
+    if db.notice:
+        say(("warning:", "bold yellow"), " ", db.notice, to=err_console)
+    return db
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

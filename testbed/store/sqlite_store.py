@@ -33,6 +33,7 @@ from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
 from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
 from testbed.store.text import storable
+from testbed.store.wal_snapshot import holds_commits, snapshot, wal_of
 from testbed.transcript import Message
 
 
@@ -57,6 +58,9 @@ class Store(StoreReader):
     def __init__(self, path: Path | str | None = None, *, readonly: bool = False):
         self.path = Path(path) if path is not None else default_store_path()
         self.readonly = readonly
+        self.notice: str | None = None
+        """Set when the store opened but cannot be read whole (a reader in a read-only folder): what is missing."""
+        self._snapshot = None
         self._leases: dict[str, str] = {}
         if readonly and not self.path.is_file():
             raise StoreError(f"no store at {self.path}: run `testbed run` first, or pass --store (or $TESTBED_STORE) with the right path")
@@ -74,10 +78,20 @@ class Store(StoreReader):
 
     def _open(self, *, immutable: bool) -> None:
         """Connect and check the schema. A reader of a store it could not open in a read-only folder opens it
-        `immutable` (SQLite then creates no shared-memory file, and nobody can be writing a file there)."""
+        `immutable` (SQLite then creates no shared-memory file, and nobody can be writing a file there), or, when
+        its WAL holds commits that immutable would skip, reads a private copy of the file and the WAL
+        (`testbed.store.wal_snapshot`); if no copy can be made, `notice` says what the reading misses."""
         if self.readonly:
-            flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-            self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{flags}", uri=True, timeout=30)
+            source, flags = self.path, "mode=ro&immutable=1" if immutable else "mode=ro"
+            if immutable and holds_commits(self.path):
+                try:
+                    source, self._snapshot = snapshot(self.path)
+                    flags = "mode=ro"
+                except OSError as exc:
+                    self.notice = (f"the last commits of {self.path} are in {wal_of(self.path)}, which SQLite cannot read in "
+                                   f"this read-only folder, and no copy could be made ({exc}): they are not shown. Copy the "
+                                   "store and its -wal file to a writable folder to see them.")
+            self.conn = sqlite3.connect(f"{source.resolve().as_uri()}?{flags}", uri=True, timeout=30)
         else:
             if not writable(self.path) and self.path.parent.exists():
                 raise StoreError(read_only_message(self.path))
@@ -87,7 +101,7 @@ class Store(StoreReader):
         try:
             self._check_schema()
         except BaseException:
-            self.conn.close()
+            self.close()
             raise
 
     def _check_schema(self) -> None:
@@ -145,8 +159,11 @@ class Store(StoreReader):
             lease.release(self.conn, run_id, token)
 
     def close(self) -> None:
-        """Close the connection (the WAL is checkpointed by SQLite)."""
+        """Close the connection (the WAL is checkpointed by SQLite), and delete the private copy a reader may have read."""
         self.conn.close()
+        if self._snapshot is not None:
+            self._snapshot.cleanup()
+            self._snapshot = None
 
     def begin_run(self, run_id: str, *, scenario: str, kind: str, spec: dict, fingerprint: str,
                   versions: dict, git_revision: str | None, planned: int, framework: str = "native") -> bool:
