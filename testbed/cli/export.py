@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, err_console, fail, open_store, say
+from testbed.cli.output import output_folder
 from testbed.cli.shell import require_user_turns
 from testbed.store.sqlite_store import StoreError
 
@@ -56,6 +57,6 @@ def export(
              + ("; DPO needs a positive and a failure that answer the same context" if kind == "dpo" else ""), 1)
     if include_canary and set(result.datasets) & CANARY_DATASETS:
         err_console.print("warning: this export holds benchmark text with a canary string; keep it out of public training corpora")
-    data, _ = write_export(result, chosen, out)
+    data, _ = write_export(result, chosen, output_folder(out))
     say(f"wrote {len(result.rows)} {kind} rows to {data} (judge {who}; {result.counts['positive_turns']} positive, "
         f"{result.counts['failure_turns']} failure turns of {result.counts['judged_turns']} judged) and its data card")

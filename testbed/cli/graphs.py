@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store
+from testbed.cli.output import output_folder
 from testbed.cli.shell import labelled_run
 
 
@@ -85,7 +86,7 @@ def graph(
     labels, turns, conditions = labels_frame(db, run, who), turns_frame(db, run), episode_conditions(db, run)
     onsets = drift_onsets(labels, turns).merge(conditions, on="episode_id", how="left")
     by_episode = conditions.set_index("episode_id").to_dict("index")
-    folder = out if out is not None else Path("graphs") / run
+    folder = output_folder(out if out is not None else Path("graphs") / run)
     written: list[Path] = []
     if episode is not None:
         eid = episode_named(list(conditions.episode_id), episode, run)

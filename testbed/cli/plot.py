@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, fail, open_store, say
+from testbed.cli.output import output_folder
 from testbed.cli.shell import labelled_run
 
 
@@ -23,7 +24,7 @@ def plot(
     from testbed.analysis.figure_drawing import write_figures
     db = open_store(store, readonly=True)
     run, who = labelled_run(db, run_id, judge)
-    folder = out if out is not None else Path("plots") / run
+    folder = output_folder(out if out is not None else Path("plots") / run)
     result = write_figures(db, run, who, folder)
     for png in result.written:
         say(f"wrote {png} (numbers in {png.with_suffix('.csv').name})")
