@@ -17,7 +17,8 @@ from testbed.judges.verdict import Verdict
 from testbed.progress import EpisodeProgress
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, judged_turns, write_labels
-from testbed.store.lease import HEARTBEAT_S
+from testbed.store.lease import HEARTBEAT_S, LEASE_TTL_S
+from testbed.store.sqlite_store import StoreError
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,15 @@ async def judging_lease(store: Store, run_id: str, who: JudgeIdentity):
         store.release_lease(key)
 
 
+def still_leased(store: Store, key: str) -> None:
+    """Renew this process's judging lease before it writes labels, or raise StoreError when another process took it
+    over (this one stalled past the lease's TTL): the verdicts in hand are not written, and the judge stops."""
+    if not store.holds_lease(key):
+        raise StoreError(f"this process lost the lease on {key} to another judge process (it stalled past "
+                         f"{LEASE_TTL_S:g} s); the verdicts in hand are not written")
+    store.heartbeat(key)
+
+
 async def _renew(store: Store, key: str) -> None:
     while True:
         await asyncio.sleep(HEARTBEAT_S)
@@ -93,6 +103,7 @@ async def _judge_unscored(store: Store, run_id: str, judge: ResolvedJudge, label
     counts = {"scored": 0, "unscored": 0}
 
     def save(batch: list[tuple[StoredTurn, Verdict, int]]) -> None:
+        still_leased(store, lease_key(run_id, who))
         write_labels(store, run_id, who, [label_row(t.episode_id, t.turn_index, v, n) for t, v, n in batch])
         for _, v, _ in batch:
             counts["scored" if v.scored else "unscored"] += 1
