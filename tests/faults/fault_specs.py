@@ -47,3 +47,15 @@ def write_dialogue(folder: Path, base_url: str, *, items: int = 3, max_user_turn
             "assistant": "fault-agent.yaml", "user": "fault-agent.yaml", "user_modes": ["instructed"], "user_prompt_file": "user.md",
             "temperatures": [0.7], "max_tokens": 16, "max_user_turns": max_user_turns, "end_marker": "[[END]]"}
     return write_yaml(folder / f"{name}.yaml", spec)
+
+
+def finished_probe(folder: Path, store: Path, items: int = 2) -> str:
+    """The run id of a small native probe, run to the end into `store` against a fault server that answers every request."""
+    from fault_server import FaultServer, ok
+    from helpers import run_cli, run_id_of
+
+    with FaultServer(lambda r: ok("Why is that?")) as server:
+        spec = write_probe(folder, server.base_url, items=items, temperatures=(0.0,))
+        run = run_cli("run", str(spec), "--store", str(store), "-q", "--no-report", timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run_id_of(run.stdout)

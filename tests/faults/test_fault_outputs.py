@@ -3,18 +3,13 @@ error asking the user to report it."""
 
 from __future__ import annotations
 
-from fault_server import FaultServer, ok
-from fault_specs import write_probe
-from helpers import run_cli, run_id_of
+from fault_specs import finished_probe
+from helpers import run_cli
 
 
 def test_export_plot_and_graph_name_an_output_folder_they_cannot_create(tmp_path):
     store = tmp_path / "s.sqlite"
-    with FaultServer(lambda r: ok("Why is that?")) as server:
-        spec = write_probe(tmp_path, server.base_url, items=2, temperatures=(0.0,))
-        run = run_cli("run", str(spec), "--store", str(store), "-q", "--no-report", timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    run_id = run_id_of(run.stdout)
+    run_id = finished_probe(tmp_path, store)
     (tmp_path / "a-file").write_text("")
     blocked = tmp_path / "a-file" / "out"
     for command in (["export", run_id, "--as", "sft"], ["plot", run_id], ["graph", run_id]):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fault_specs import write_probe
+from fault_specs import finished_probe, write_probe
 from helpers import REPO, TESTBED, run_cli
 from testbed.store import Store
 from testbed.store.sqlite_store import StoreError
@@ -44,39 +44,42 @@ def as_nobody() -> list[str]:
     return prefix
 
 
-def test_a_store_in_a_read_only_folder_is_read_where_it_is_and_a_run_says_why_it_cannot_write(tmp_path):
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """(command prefix, scratch folder, `ro` folder inside it) for a read-only-folder test: as an unprivileged user
+    when run as root (then the scratch folder is outside root's own temporary tree, which that user cannot enter).
+    The test makes `ro` read-only once it holds what it needs; it is made writable again and removed afterwards."""
     prefix = as_nobody()
     base = Path(tempfile.mkdtemp(prefix="testbed-ro-")) if prefix else tmp_path
-    base.chmod(0o755)
+    base.chmod(0o777)
     folder = base / "ro"
     folder.mkdir()
+    yield prefix, base, folder
+    folder.chmod(0o755)
+    if prefix:
+        shutil.rmtree(base)
+
+
+def test_a_store_in_a_read_only_folder_is_read_where_it_is_and_a_run_says_why_it_cannot_write(read_only_folder):
+    prefix, base, folder = read_only_folder
     Store(folder / "s.sqlite").close()
     (folder / "s.sqlite").chmod(0o644)
     folder.chmod(0o555)
-    try:
-        listed = subprocess.run([*prefix, *TESTBED, "runs", "--store", str(folder / "s.sqlite")], cwd=REPO, capture_output=True, text=True)
-        assert listed.returncode == 0, listed.stderr
-        assert listed.stdout.startswith("run id\tscenario")
-        spec = write_probe(base / "spec", "http://127.0.0.1:9/v1")
-        run = subprocess.run([*prefix, *TESTBED, "run", str(spec), "--store", str(folder / "s.sqlite")], cwd=REPO,
-                             capture_output=True, text=True)
-        assert run.returncode == 2
-        assert f"the store {folder / 's.sqlite'} is read-only (its folder cannot be written" in run.stderr
-        assert "unable to open database file" not in run.stderr
-    finally:
-        folder.chmod(0o755)
-        if prefix:
-            shutil.rmtree(base)
+    listed = subprocess.run([*prefix, *TESTBED, "runs", "--store", str(folder / "s.sqlite")], cwd=REPO, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("run id\tscenario")
+    spec = write_probe(base / "spec", "http://127.0.0.1:9/v1")
+    run = subprocess.run([*prefix, *TESTBED, "run", str(spec), "--store", str(folder / "s.sqlite")], cwd=REPO,
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert f"the store {folder / 's.sqlite'} is read-only (its folder cannot be written" in run.stderr
+    assert "unable to open database file" not in run.stderr
 
 
-def test_a_read_only_folder_whose_wal_holds_the_last_commits_shows_them(tmp_path):
+def test_a_read_only_folder_whose_wal_holds_the_last_commits_shows_them(read_only_folder):
     """A writer killed with SIGKILL leaves its commits in the WAL; without the -shm index, which a read-only folder
     cannot take, SQLite reads the file alone and would show the store without them."""
-    prefix = as_nobody()
-    base = Path(tempfile.mkdtemp(prefix="testbed-ro-")) if prefix else tmp_path
-    base.chmod(0o755)
-    folder = base / "ro"
-    folder.mkdir()
+    prefix, base, folder = read_only_folder
     store = folder / "s.sqlite"
     Store(store).close()
     killed_writer = (f"import os, sqlite3\nc = sqlite3.connect({str(store)!r})\n"
@@ -87,47 +90,26 @@ def test_a_read_only_folder_whose_wal_holds_the_last_commits_shows_them(tmp_path
     for f in folder.iterdir():
         f.chmod(0o644)
     folder.chmod(0o555)
-    try:
-        listed = subprocess.run([*prefix, *TESTBED, "runs", "--store", str(store)], cwd=REPO, capture_output=True, text=True)
-        assert listed.returncode == 0, listed.stderr
-        assert "run-in-the-wal" in listed.stdout, "the WAL's commits are read, not skipped"
-        assert sorted(p.name for p in folder.iterdir()) == ["s.sqlite", "s.sqlite-wal"], "nothing is written beside the store"
-    finally:
-        folder.chmod(0o755)
-        if prefix:
-            shutil.rmtree(base)
+    listed = subprocess.run([*prefix, *TESTBED, "runs", "--store", str(store)], cwd=REPO, capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert "run-in-the-wal" in listed.stdout, "the WAL's commits are read, not skipped"
+    assert sorted(p.name for p in folder.iterdir()) == ["s.sqlite", "s.sqlite-wal"], "nothing is written beside the store"
 
 
-def test_every_reading_command_reads_a_run_in_a_read_only_folder(tmp_path):
-    from fault_server import FaultServer, ok
-    from helpers import run_id_of
-
-    prefix = as_nobody()
-    base = Path(tempfile.mkdtemp(prefix="testbed-ro-")) if prefix else tmp_path
-    base.chmod(0o777)
-    folder = base / "ro"
-    folder.mkdir()
+def test_every_reading_command_reads_a_run_in_a_read_only_folder(read_only_folder):
+    prefix, base, folder = read_only_folder
     store = folder / "s.sqlite"
-    with FaultServer(lambda r: ok("Why is that?")) as server:
-        spec = write_probe(base, server.base_url, items=2, temperatures=(0.0,))
-        run = run_cli("run", str(spec), "--store", str(store), "-q", "--no-report", timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    run_id = run_id_of(run.stdout)
+    run_id = finished_probe(base, store)
     reader = Store(store, readonly=True)
     episode = next(iter(reader.turn_keys(run_id)))[0]
     reader.close()
     for f in folder.iterdir():
         f.chmod(0o644)
     folder.chmod(0o555)
-    try:
-        for command in (["report", run_id], ["show-episode", run_id, episode], ["export", run_id, "--as", "sft", "--out", str(base / "o")],
-                        ["judge", run_id]):
-            out = subprocess.run([*prefix, *TESTBED, *command, "--store", str(store)], cwd=REPO, capture_output=True, text=True)
-            if command[0] == "judge":
-                assert out.returncode == 2 and f"the store {store} is read-only" in out.stderr, out.stderr
-            else:
-                assert out.returncode == 0, (command, out.stderr)
-    finally:
-        folder.chmod(0o755)
-        if prefix:
-            shutil.rmtree(base)
+    for command in (["report", run_id], ["show-episode", run_id, episode], ["export", run_id, "--as", "sft", "--out", str(base / "o")],
+                    ["judge", run_id]):
+        out = subprocess.run([*prefix, *TESTBED, *command, "--store", str(store)], cwd=REPO, capture_output=True, text=True)
+        if command[0] == "judge":
+            assert out.returncode == 2 and f"the store {store} is read-only" in out.stderr, out.stderr
+        else:
+            assert out.returncode == 0, (command, out.stderr)
