@@ -12,7 +12,9 @@ import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+E = TypeVar("E")
 
 
 class UnknownName(LookupError):
@@ -83,15 +85,18 @@ class Entry:
         return self.meta[key]
 
 
-class Registry:
+class Registry(Generic[E]):
     """Entries by name, in registration order; `what` names the set in error messages ("backend").
 
     Registering validates only the shape of the import path: nothing is imported until an entry
     is loaded, so declaring a registry costs nothing and cannot fail on a missing optional package.
+    A typed registry (`entry_type`) has each name point at an `entry_type` object declared in the
+    module that implements it; `entry(name)` imports that module and returns the object.
     """
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, entry_type: type[E] | None = None):
         self.what = what
+        self.entry_type = entry_type
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, target: str, **meta: Any) -> Entry:
@@ -119,6 +124,20 @@ class Registry:
     def load(self, name: object) -> Any:
         """The main object of the named entry, imported on first use."""
         return self.get(name).load()
+
+    def entry(self, name: object) -> E:
+        """The typed entry registered under `name`, imported on first use; a target of another type,
+        or one declaring another name, is a TypeError naming the import path, so a wrong registration
+        fails where it is made instead of where a field is read."""
+        registered = self.get(name)
+        value = registered.load()
+        if self.entry_type is not None and not isinstance(value, self.entry_type):
+            raise TypeError(f"{registered.target} is a {type(value).__name__}, not a {self.entry_type.__name__} "
+                            f"({self.what} {registered.name!r})")
+        declared = getattr(value, "name", registered.name)
+        if declared != registered.name:
+            raise TypeError(f"{registered.target} declares {self.what} {declared!r} but is registered as {registered.name!r}")
+        return value
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, in registration order."""
