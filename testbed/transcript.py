@@ -115,22 +115,47 @@ def _role(message: Any) -> str:
     return message.role if hasattr(message, "role") else message["role"]
 
 
-def generated_user_turns(messages: Iterable[M]) -> list[M]:
-    """The user messages the simulated user wrote: every user message after the first assistant message.
+@dataclass(frozen=True)
+class GeneratedTurnRule:
+    """Which messages of an episode are generated user turns: the testbed's one definition of them.
 
-    This is the testbed's one definition of a generated user turn; judges label these turns and
-    every report counts them. What comes before the first assistant message (system prompts, the
-    dataset's request, any scripted opening user turns) was written by the scenario, not by the
-    simulated user, so it is never judged as the user's behaviour. `messages` are one episode's
-    messages in turn order: `Message` objects, or anything with a `role` attribute or key (dicts,
-    sqlite rows, pandas rows); the matching ones are returned as given.
+    A generated user turn is a message of a `user_roles` role that comes after the episode's first
+    message of an `opening_roles` role (the first assistant answer). Judges label these turns and
+    every report counts them. What comes before the first answer (system prompts, the dataset's
+    request, any scripted opening user turns) was written by the scenario, not by the simulated user,
+    so it is never judged as the user's behaviour; a message of any other role neither counts nor opens.
+
+    Every form of the rule derives from `GENERATED_TURNS`: `generated_user_turns` here, and the
+    store's SQL and pandas forms (`testbed.store.generated_turns`), so teaching the rule a new role is
+    an edit of that one declaration.
     """
-    out: list[M] = []
-    seen_assistant = False
-    for m in messages:
-        role = _role(m)
-        if role == "assistant":
-            seen_assistant = True
-        elif role == "user" and seen_assistant:
-            out.append(m)
-    return out
+
+    user_roles: tuple[str, ...]
+    """Roles whose messages count as the simulated user speaking."""
+    opening_roles: tuple[str, ...]
+    """Roles whose first message opens the generated part of an episode."""
+
+    def select(self, messages: Iterable[M]) -> list[M]:
+        """The generated user turns among one episode's messages (in turn order), returned as given."""
+        out: list[M] = []
+        opened = False
+        for m in messages:
+            role = _role(m)
+            if role in self.opening_roles:
+                opened = True
+            elif role in self.user_roles and opened:
+                out.append(m)
+        return out
+
+
+GENERATED_TURNS = GeneratedTurnRule(user_roles=("user",), opening_roles=("assistant",))
+"""The rule in force: user messages after the first assistant message."""
+
+
+def generated_user_turns(messages: Iterable[M]) -> list[M]:
+    """The user messages the simulated user wrote: `GENERATED_TURNS` applied to one episode's messages.
+
+    `messages` are one episode's messages in turn order: `Message` objects, or anything with a
+    `role` attribute or key (dicts, sqlite rows, pandas rows); the matching ones are returned as given.
+    """
+    return GENERATED_TURNS.select(messages)

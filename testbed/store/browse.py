@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.sqlite_store import Store
 
-_GENERATED = """SELECT m.episode_id, m.turn_index FROM messages m
-    JOIN (SELECT episode_id, MIN(turn_index) AS first_answer FROM messages
-          WHERE run_id=? AND role='assistant' GROUP BY episode_id) a ON a.episode_id = m.episode_id
-    WHERE m.run_id=? AND m.role='user' AND m.turn_index > a.first_answer
-    ORDER BY m.episode_id, m.turn_index"""
+_GENERATED = generated_turn_keys_sql(finished_only=False)
 
 
 def generated_turn_indices(store: Store, run_id: str) -> dict[str, list[int]]:

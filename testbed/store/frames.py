@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from testbed.store.generated_turns import generated_turn_mask, opening_role_sql, user_role_sql
 from testbed.store.labels import latest_labels_frame, resolve_identity
 from testbed.store.reader import EPISODE_ORDER
 from testbed.store.records import CONDITIONS, JudgeIdentity
@@ -55,8 +56,7 @@ def messages_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFrame:
     """
     frame = pd.read_sql_query("SELECT * FROM messages WHERE run_id=? ORDER BY episode_id, turn_index", store.conn,
                               params=(run_id_of(store, run, exact),))
-    first_answer = frame.turn_index.where(frame.role == "assistant").groupby(frame.episode_id).transform("min")
-    frame["generated_user_turn"] = ((frame.role == "user") & (frame.turn_index > first_answer)).astype(bool)
+    frame["generated_user_turn"] = generated_turn_mask(frame)
     return frame
 
 
@@ -72,11 +72,11 @@ def episode_ends_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFr
     return pd.read_sql_query(_EPISODE_ENDS, store.conn, params=(run_id, run_id, run_id))
 
 
-_EPISODE_ENDS = """SELECT s.episode_id, q.content AS question, u.content AS user_turn,
+_EPISODE_ENDS = f"""SELECT s.episode_id, q.content AS question, u.content AS user_turn,
        u.completion_tokens AS user_turn_tokens, u.turn_index AS user_turn_index
 FROM (SELECT episode_id, MIN(CASE WHEN role='user' THEN turn_index END) AS first_user,
-             MAX(CASE WHEN role='user' THEN turn_index END) AS last_user,
-             MAX(CASE WHEN role='assistant' THEN turn_index END) AS last_answer
+             MAX(CASE WHEN {user_role_sql()} THEN turn_index END) AS last_user,
+             MAX(CASE WHEN {opening_role_sql()} THEN turn_index END) AS last_answer
       FROM messages WHERE run_id=? GROUP BY episode_id) s
 LEFT JOIN messages q ON q.run_id=? AND q.episode_id=s.episode_id AND q.turn_index=s.first_user
 LEFT JOIN messages u ON u.run_id=? AND u.episode_id=s.episode_id AND u.turn_index=s.last_user AND s.last_user > s.last_answer

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.store import lease
+from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.transcript import Message, Usage, generated_user_turns
 
@@ -31,12 +32,7 @@ always read episodes in (the `episodes_by_run` index), so their tables keep thei
 TURN_BATCH = 2000
 """Episodes `iter_turns` reads per query: large enough that query overhead vanishes, small enough to stay light."""
 
-_TURN_KEYS = """SELECT m.episode_id, m.turn_index FROM messages m
-    JOIN episodes e ON e.run_id = m.run_id AND e.episode_id = m.episode_id
-    JOIN (SELECT episode_id, MIN(turn_index) AS first_answer FROM messages
-          WHERE run_id=? AND role='assistant' GROUP BY episode_id) a ON a.episode_id = m.episode_id
-    WHERE m.run_id=? AND e.status='done' AND m.role='user' AND m.turn_index > a.first_answer
-    ORDER BY m.episode_id, m.turn_index"""
+_TURN_KEYS = generated_turn_keys_sql(finished_only=True)
 """The generated user turns of finished episodes (`generated_user_turns`: user messages after the first answer)."""
 
 
