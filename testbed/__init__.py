@@ -15,9 +15,26 @@ Names are imported on first use, so `import testbed` stays cheap.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from testbed.analysis.perturbation import perturbation_effects
+    from testbed.analysis.report import report_frame
+    from testbed.analysis.run_graphs import RunGraphs, draw_run_graphs
+    from testbed.comparison import Comparison, compare, load_comparable, run_comparison
+    from testbed.judges.human_labels import import_human_labels
+    from testbed.orchestrator import TerminationReason
+    from testbed.runner import RunSummary, run_scenario
+    from testbed.specs.loader import load_agent, load_scenario
+    from testbed.specs.sweep import load_sweep
+    from testbed.store import Store
+    from testbed.store.frames import episodes_df, labels_df, messages_df, turns_df
+    from testbed.sweep_runner import run_sweep
+    from testbed.transcript import Message, Transcript
 
 __version__ = "0.1.0"
+
+from testbed import entries as _entries  # noqa: E402,F401  (fills the registries before any spec is read)
 
 _API = {
     "load_scenario": "testbed.specs.loader:load_scenario",
@@ -25,8 +42,15 @@ _API = {
     "load_sweep": "testbed.specs.sweep:load_sweep",
     "run_scenario": "testbed.runner:run_scenario",
     "run_sweep": "testbed.sweep_runner:run_sweep",
+    "compare": "testbed.comparison:compare",
+    "run_comparison": "testbed.comparison:run_comparison",
+    "load_comparable": "testbed.comparison:load_comparable",
+    "Comparison": "testbed.comparison:Comparison",
     "report_frame": "testbed.analysis.report:report_frame",
     "perturbation_effects": "testbed.analysis.perturbation:perturbation_effects",
+    "draw_run_graphs": "testbed.analysis.run_graphs:draw_run_graphs",
+    "RunGraphs": "testbed.analysis.run_graphs:RunGraphs",
+    "import_human_labels": "testbed.judges.human_labels:import_human_labels",
     "RunSummary": "testbed.runner:RunSummary",
     "Store": "testbed.store:Store",
     "episodes_df": "testbed.store.frames:episodes_df",
@@ -37,10 +61,18 @@ _API = {
     "Message": "testbed.transcript:Message",
     "TerminationReason": "testbed.orchestrator:TerminationReason",
 }
-__all__ = ["judge", "open_store", "run", *_API]
+"""Public name → `module:attribute`, imported on first use (module `__getattr__`), so `import testbed` stays cheap."""
+
+__all__ = [
+    "Comparison", "Message", "RunGraphs", "RunSummary", "Store", "TerminationReason", "Transcript",
+    "compare", "draw_run_graphs", "episodes_df", "import_human_labels", "judge", "labels_df", "load_agent",
+    "load_comparable", "load_scenario", "load_sweep", "messages_df", "open_store", "perturbation_effects",
+    "report_frame", "run", "run_comparison", "run_scenario", "run_sweep", "turns_df",
+]
 
 
 def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, and keep it here for the next."""
     target = _API.get(name)
     if target is None:
         raise AttributeError(f"module 'testbed' has no attribute {name!r}")
@@ -81,7 +113,9 @@ def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_pro
         resolved = load_sweep(path) if path is not None else load_scenario(scenario)
     db = _store(store)
     if isinstance(resolved, ResolvedSweep):
-        if framework != "native":
+        from testbed.frameworks.base import runs_sweeps
+
+        if not runs_sweeps(framework):
             raise ValueError(f"a sweep runs the native probe, not framework {framework!r}")
         return asyncio.run(run_sweep(resolved, db, run_id=run_id, show_progress=show_progress, backends=backends))
     return asyncio.run(run_scenario(resolved, db, run_id=run_id, show_progress=show_progress, backends=backends,

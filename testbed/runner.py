@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
 from testbed.concurrency import gather_or_cancel
 from testbed.frameworks import check_framework
+from testbed.frameworks.base import owns_client
 from testbed.progress import EpisodeProgress
 from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
@@ -50,8 +51,8 @@ class RunSummary:
 
 def default_run_id(scenario: ResolvedScenario, framework: str = "native") -> str:
     """The same spec (and framework) gives the same run id, so running it again resumes it; a native run's
-    id is the scenario name and spec hash, another framework's has the framework's name between them."""
-    middle = "" if framework == "native" else f"{framework}-"
+    id is the scenario name and spec hash, a framework with its own client has its name between them."""
+    middle = f"{framework}-" if owns_client(framework) else ""
     return f"{scenario.spec.name}-{middle}{scenario.fingerprint()}"
 
 
@@ -74,7 +75,7 @@ def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
 
 def scenario_kind(scenario: ResolvedScenario) -> ScenarioKind:
     """The kind that plans and runs this scenario, as registered in KINDS (imported when needed)."""
-    return KINDS.load(scenario.spec.kind)()
+    return KINDS.entry(scenario.spec.kind).runner()
 
 
 def plan(scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
@@ -92,6 +93,7 @@ async def run_scenario(
     backends: Mapping[str, Backend] | None = None,
     framework: str = "native",
     wire: bool | None = None,
+    timing: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> RunSummary:
     """Run (or resume) a scenario; every finished episode is committed as it finishes.
 
@@ -102,11 +104,12 @@ async def run_scenario(
     tests pass scripted ones here. `framework` runs the turn loops (testbed.frameworks); `wire` keeps
     the wire log of every request (default: for every framework but `native`, whose requests are the
     testbed's own). A framework's requests pass the wire recorder either way: it handles their faults
-    as the native backend does its own (testbed.wire.faults).
+    as the native backend does its own (testbed.wire.faults). `timing` makes a context manager entered just
+    around the episodes (not the lease, servers or plan), so a benchmark times the hot path without patching it.
     """
     preflight(scenario, framework)
     run_id = run_id or default_run_id(scenario, framework)
-    wire = framework != "native" if wire is None else wire
+    wire = owns_client(framework) if wire is None else wire
     async with leased_run(store, run_id) as state:
         async with BackendPool() as pool:
             chosen = dict(backends) if backends else await _backends_from_specs(scenario, pool, managed=False)
@@ -120,17 +123,18 @@ async def run_scenario(
             if todo:
                 if not backends:
                     chosen.update(await _backends_from_specs(scenario, pool, managed=True))
-                async with timed(store, run_id), wire_recorder(wire or framework != "native") as recorder:
+                async with timed(store, run_id), wire_recorder(wire or owns_client(framework)) as recorder:
                     with replica_ledger(store, run_id) as watch, run_log(store, run_id, framework) as state.log:
                         watch(chosen.values())
-                        await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework, recorder,
-                                            keep_wire=wire)
+                        with (timing or contextlib.nullcontext)():
+                            await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework,
+                                                recorder, keep_wire=wire)
         return state.finish(store, total, todo)
 
 
 def run_log(store: Store, run_id: str, framework: str) -> contextlib.AbstractContextManager:
     """Where a framework run's log records go (testbed.frameworks.run_log); nothing for a native run."""
-    if framework == "native":
+    if not owns_client(framework):
         return contextlib.nullcontext()
     from testbed.frameworks.run_log import framework_log, log_path
 

@@ -32,9 +32,11 @@ def test_a_rerun_through_the_api_resumes(spec_dir, tmp_path):
 
 
 def test_importing_testbed_loads_nothing_heavy():
-    code = "import sys, testbed; print(sorted(m for m in sys.modules if m.startswith(('testbed.', 'pandas', 'aiohttp'))))"
+    """Only the registrations (names and import paths, testbed/entries.py) load with the package."""
+    code = ("import sys, testbed; print(sorted(m for m in sys.modules "
+            "if m.startswith(('testbed.', 'pandas', 'aiohttp', 'pydantic', 'httpx', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip() == str(["testbed.entries", "testbed.registry", "testbed.specs", "testbed.specs.registries"])
 
 
 def test_unknown_names_are_attribute_errors():
@@ -44,3 +46,43 @@ def test_unknown_names_are_attribute_errors():
         assert "no_such_thing" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """Name → `module:attribute` of the imports under `if TYPE_CHECKING:` in testbed/__init__.py."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(testbed.__file__).read_text())
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom), "only `from module import name` under TYPE_CHECKING"
+                found.update({a.asname or a.name: f"{imp.module}:{a.name}" for a in imp.names})
+    return found
+
+
+def test_all_the_lazy_table_and_the_type_checking_imports_name_the_same_api():
+    defined_here = {"judge", "open_store", "run"}
+    assert len(testbed.__all__) == len(set(testbed.__all__)), "a name listed twice in __all__"
+    assert set(testbed.__all__) == set(testbed._API) | defined_here
+    assert _type_checking_imports() == testbed._API, "each lazy name is imported under TYPE_CHECKING from the same place"
+    assert all(callable(getattr(testbed, name)) for name in defined_here)
+
+
+def test_every_public_name_resolves_to_its_module_attribute():
+    import importlib
+
+    for name, target in testbed._API.items():
+        module, _, attr = target.partition(":")
+        assert getattr(testbed, name) is getattr(importlib.import_module(module), attr), name
+        assert getattr(testbed, name).__doc__, f"{name} has no docstring"
+
+
+def test_importing_testbed_imports_no_heavy_dependency():
+    heavy = ("pandas", "numpy", "aiohttp", "vllm", "torch", "networkx", "matplotlib", "sklearn", "rich", "typer", "pydantic",
+             "autogen", "langgraph", "camel")
+    code = f"import sys, testbed; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,5 +1,6 @@
-"""Scenario kinds, backends and judge kinds are registries: every entry resolves, unknown names list
-the known ones, and a new entry registered here works end to end without touching any other module."""
+"""Scenario kinds, backends, judge kinds, frameworks and reports are typed registries: every entry resolves
+to its declared type, unknown names list the known ones, and a new entry registered here works end to end
+without touching any other module."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from testbed.specs.agent import AgentSpec, CapabilitiesSpec, Strict
 from testbed.specs.conversation import PersonaSpec
 from testbed.specs.errors import SpecError, spec_error_from_validation
 from testbed.specs.loader import ResolvedScenario, load_scenario
-from testbed.specs.registries import BACKENDS, JUDGE_KINDS, KINDS
+from testbed.specs.registries import (BACKENDS, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS, BackendEntry, FrameworkEntry,
+                                      ReportEntry, ScenarioKindEntry)
 from testbed.specs.scenario import ItemSelection
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.store.labels import JudgeIdentity
@@ -29,24 +31,51 @@ from testbed.transcript import Message
 
 
 def test_every_scenario_kind_resolves():
-    for entry in KINDS:
-        kind = entry.load()()
-        assert callable(kind.plan) and callable(kind.runner), entry.name
-        model = entry.resolve("spec")
-        assert model.model_fields["kind"].annotation == Literal[entry.name]
-        assert entry["limit_field"] in model.model_fields
-        assert callable(entry.resolve("resolve")) and callable(entry.resolve("report"))
-        assert all(callable(t) for t in entry.resolve("report_tables"))
+    for name in KINDS.names():
+        entry = KINDS.entry(name)
+        kind = entry.runner()
+        assert callable(kind.plan) and callable(kind.runner), name
+        assert entry.spec.model_fields["kind"].annotation == Literal[name]
+        assert entry.limit_field in entry.spec.model_fields
+        assert callable(entry.resolve) and entry.report in REPORTS and callable(REPORTS.entry(entry.report).build)
     assert KINDS.names() == ("probe", "dialogue", "info_gathering")
+    assert [n for n in KINDS.names() if KINDS.entry(n).sweepable] == ["probe", "dialogue"]
 
 
 def test_every_backend_resolves_with_its_declared_facts():
-    for entry in BACKENDS:
-        assert inspect.iscoroutinefunction(entry.load()), entry.name
-        assert set(entry["capabilities"]) == set(Capabilities.__dataclass_fields__)
-        assert set(entry["declarable"]) <= set(CapabilitiesSpec.model_fields)
-        assert set(entry["requires"]) <= set(AgentSpec.model_fields)
+    for name in BACKENDS.names():
+        entry = BACKENDS.entry(name)
+        assert inspect.iscoroutinefunction(entry.build), name
+        assert set(entry.capabilities) == set(Capabilities.__dataclass_fields__)
+        assert set(entry.declarable) <= set(CapabilitiesSpec.model_fields)
+        assert set(entry.requires) <= set(AgentSpec.model_fields)
     assert BACKENDS.names() == ("vllm", "openai", "litellm", "scripted")
+
+
+def test_every_framework_declares_what_it_can_run_without_importing_its_package():
+    import subprocess
+    import sys
+
+    assert FRAMEWORKS.names() == ("native", "autogen", "langgraph", "camel")
+    assert [n for n in FRAMEWORKS.names() if FRAMEWORKS.entry(n).baseline] == ["native"]
+    assert [n for n in FRAMEWORKS.names() if not FRAMEWORKS.entry(n).owns_client] == ["native"]
+    code = ("import sys; from testbed.specs.registries import FRAMEWORKS;"
+            "[FRAMEWORKS.entry(n).kinds for n in FRAMEWORKS.names()];"
+            "print(sorted(m for m in ('autogen_agentchat', 'langgraph', 'camel', 'langchain_openai') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    for name in FRAMEWORKS.names():
+        assert FRAMEWORKS.entry(name).framework.rpartition(":")[2].endswith("Framework")
+
+
+def test_a_registration_of_the_wrong_type_or_name_fails_where_it_is_read():
+    reg = Registry("widget", BackendEntry)
+    reg.register("w", "testbed.frameworks.catalogue:NATIVE")
+    with pytest.raises(TypeError, match="is a FrameworkEntry, not a BackendEntry"):
+        reg.entry("w")
+    other = Registry("framework", FrameworkEntry)
+    other.register("mine", "testbed.frameworks.catalogue:NATIVE")
+    with pytest.raises(TypeError, match="declares framework 'native' but is registered as 'mine'"):
+        other.entry("mine")
 
 
 def test_declared_capabilities_are_as_before():
@@ -101,7 +130,7 @@ def test_unknown_names_list_the_known_ones(tmp_path):
     with pytest.raises(UnknownName, match="use one of probe, dialogue, info_gathering"):
         scenario_kind(SimpleNamespace(spec=SimpleNamespace(kind="nope")))
     with pytest.raises(UnknownName, match="unknown judge kind"):
-        JUDGE_KINDS.load(["not", "a", "name"])
+        JUDGE_KINDS.entry(["not", "a", "name"])
     path = write_yaml(tmp_path / "s.yaml", {"kind": "nope", "name": "x"})
     with pytest.raises(SpecError, match="unknown scenario kind 'nope'. Fix: use one of probe, dialogue, info_gathering"):
         load_scenario(path)
@@ -136,10 +165,14 @@ async def build_echo(spec: AgentSpec, pool: BackendPool):
                            capabilities=capabilities_of(spec))
 
 
+ECHO = BackendEntry("echo", build_echo, capabilities={"continue_user_turn": False, "structured_output": True},
+                    declarable=("structured_output",), requires={"outputs": "add outputs: [prefix]"})
+"""The echo backend's entry, declared beside its builder as a real backend's is."""
+
+
 @pytest.fixture
 def echo_backend():
-    BACKENDS.register("echo", f"{__name__}:build_echo", capabilities={"continue_user_turn": False, "structured_output": True},
-                      declarable=("structured_output",), requires={"outputs": "add outputs: [prefix]"}, managed=False)
+    BACKENDS.register("echo", f"{__name__}:ECHO")
     yield
     BACKENDS.unregister("echo")
 
@@ -176,10 +209,10 @@ def resolve_single(path, spec: SingleSpec, user_prompt):
     return {"personas": (PersonaSpec(id="hook", name="Hook", persona="a test", goal="show the hook ran", opening="hi"),)}
 
 
-def single_report(store, run_id: str, kind: str, judge) -> pd.DataFrame:
+def single_report(store, run_id: str, judge) -> pd.DataFrame:
     """The trivial kind's report: the episode count, so a test sees that its own report ran."""
     n = store.conn.execute("SELECT COUNT(*) FROM episodes WHERE run_id=?", (run_id,)).fetchone()[0]
-    return pd.DataFrame([{"kind": kind, "episodes": n}])
+    return pd.DataFrame([{"kind": "single", "episodes": n}])
 
 
 class SingleKind:
@@ -208,12 +241,19 @@ class SingleKind:
         return Runner()
 
 
+SINGLE = ScenarioKindEntry("single", SingleSpec, SingleKind, report="single", limit_field="items", resolve=resolve_single)
+"""The trivial kind's entry, declared beside its code as a real kind's is."""
+SINGLE_REPORT = ReportEntry("single", single_report)
+"""Its report's entry."""
+
+
 @pytest.fixture
 def single_kind():
-    KINDS.register("single", f"{__name__}:SingleKind", spec=Ref(f"{__name__}:SingleSpec"), limit_field="items",
-                   resolve=Ref(f"{__name__}:resolve_single"), report=Ref(f"{__name__}:single_report"), report_tables=())
+    KINDS.register("single", f"{__name__}:SINGLE")
+    REPORTS.register("single", f"{__name__}:SINGLE_REPORT")
     yield
     KINDS.unregister("single")
+    REPORTS.unregister("single")
 
 
 async def test_a_kind_registered_by_a_test_loads_plans_runs_and_reports(single_kind, spec_dir, store, tmp_path):

@@ -12,6 +12,7 @@ from testbed.analysis.frames import CONDITIONS, judge_labels
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
+from testbed.specs.registries import ReportEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity
@@ -56,12 +57,12 @@ def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame([scored[eid] if eid in scored else row(eid, []) for eid in done])
 
 
-def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    """One row per condition group of a dialogue or information-gathering run."""
+def conversation_report(store: Store, run_id: str, judge: JudgeIdentity | None, with_info_scores: bool = False) -> pd.DataFrame:
+    """One row per condition group of a dialogue run; `with_info_scores` adds information gathering's fact scores."""
     episodes = episodes_df(store, run_id, exact=True)
     turns = _turn_labels(store, run_id, judge).merge(episodes[["episode_id", *GROUP]], on="episode_id")
     drift = run_drift(store, run_id, judge) if judge is not None else None
-    info = _info_scores(store, run_id, episodes) if kind == "info_gathering" else None
+    info = _info_scores(store, run_id, episodes) if with_info_scores else None
     rows = []
     for keys, g in episodes.groupby(GROUP, sort=True, dropna=False):
         done = g[g.status == "done"]
@@ -99,3 +100,14 @@ def conversation_report(store: Store, run_id: str, kind: str, judge: JudgeIdenti
             row["answered"] = float(s.answered.mean()) if len(s) else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def info_gathering_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+    """The conversation report of an information-gathering run, with its fact scores per condition group."""
+    return conversation_report(store, run_id, judge, with_info_scores=True)
+
+
+CONVERSATION_REPORT = ReportEntry("conversation", conversation_report)
+"""The dialogue's report entry."""
+INFO_GATHERING_REPORT = ReportEntry("info_gathering", info_gathering_report)
+"""Information gathering's report entry."""

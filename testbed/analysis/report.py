@@ -9,7 +9,7 @@ import pandas as pd
 from testbed.analysis.frames import CONDITIONS, episodes_frame, judge_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
-from testbed.specs.registries import KINDS
+from testbed.specs.registries import KINDS, REPORTS, ReportEntry
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity
 
@@ -29,11 +29,11 @@ def judge_columns() -> list[str]:
 def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None) -> pd.DataFrame:
     """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
     and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
-    in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run id not
-    in the store gives the probe's empty frame."""
+    named by its entry in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run
+    id not in the store gives the first kind's empty frame."""
     run = store.find_run(run_id)
-    name = run.kind if run is not None else "probe"
-    frame = KINDS.get(name).resolve("report")(store, run_id, name, judge)
+    kind = KINDS.entry(run.kind if run is not None else KINDS.names()[0])
+    frame = REPORTS.entry(kind.report).build(store, run_id, judge)
     return with_corrected_rates(frame, correction) if correction is not None and judge is not None else frame
 
 
@@ -62,11 +62,8 @@ def with_corrected_rates(frame: pd.DataFrame, rates) -> pd.DataFrame:
     return out
 
 
-def probe_report(store: Store, run_id: str, kind: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
-    """The probe's report (its `report` in KINDS): one row per condition group, perturbation included.
-
-    `kind` is part of every kind's report signature, for report functions shared by several kinds.
-    """
+def probe_report(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """The probe's report: one row per condition group, perturbation included."""
     frame = episodes_frame(store, run_id)
     if judge is not None:
         labels = judge_labels(store, run_id, judge).rename(columns={
@@ -126,3 +123,7 @@ def _group_rows(frame: pd.DataFrame) -> list[dict]:
             row.update({f"share_{label}": float(s[f"label:{label}"] / labelled) if labelled else math.nan for label in labels})
         rows.append(row)
     return rows
+
+
+PROBE_REPORT = ReportEntry("probe", probe_report)
+"""The probe's report entry."""

@@ -12,7 +12,7 @@ from testbed.backends.catalogue import catalogue_model
 from testbed.backends.model_prep import ModelPrepError, is_prepared, locate_parts, model_dir, prepare_model
 from testbed.backends.openai_http import OpenAICompatibleBackend
 from testbed.specs.agent import AgentSpec
-from testbed.specs.registries import BACKENDS
+from testbed.specs.registries import BACKENDS, BackendEntry
 
 VLLM_CAPABILITIES = Capabilities(continue_user_turn=True, structured_output=True)
 """What a vLLM server can do, for code that builds an OpenAI-compatible backend on one directly."""
@@ -30,10 +30,10 @@ def capabilities_of(spec: AgentSpec) -> Capabilities:
     The backend's declared capabilities, with those it lets a spec declare (an OpenAI-compatible
     server's, litellm's structured output) taken from the spec's `capabilities:` block when given.
     """
-    entry = BACKENDS.get(spec.backend)
-    values = dict(entry.meta.get("capabilities", {}))
+    entry = BACKENDS.entry(spec.backend)
+    values = dict(entry.capabilities)
     if spec.capabilities is not None:
-        values.update({name: getattr(spec.capabilities, name) for name in entry.meta.get("declarable", ())})
+        values.update({name: getattr(spec.capabilities, name) for name in entry.declarable})
     return Capabilities(**values)
 
 
@@ -114,7 +114,7 @@ class BackendPool:
 
     async def backend_for(self, spec: AgentSpec) -> Backend:
         """A started backend for the agent, built by its registered builder; a managed server starts on first need."""
-        backend: Backend = await BACKENDS.load(spec.backend)(spec, self)
+        backend: Backend = await BACKENDS.entry(spec.backend).build(spec, self)
         self._backends.append(backend)
         await backend.start()
         return backend
@@ -206,3 +206,18 @@ async def build_scripted(spec: AgentSpec, pool: BackendPool) -> Backend:
     outputs = list(spec.outputs or [""])
     counter = iter(range(1 << 62))
     return ScriptedBackend(lambda _: outputs[next(counter) % len(outputs)], name=spec.name, model=spec.model)
+
+
+VLLM = BackendEntry("vllm", build_openai_compatible, capabilities={"continue_user_turn": True, "structured_output": True},
+                    managed=True, replicas=True)
+"""vLLM: a server the testbed starts (managed) unless the spec names one; continues the user turn."""
+OPENAI = BackendEntry("openai", build_openai_compatible, capabilities={"continue_user_turn": False, "structured_output": False},
+                      declarable=("continue_user_turn", "structured_output"),
+                      requires={"base_url": "add base_url: http://HOST:PORT/v1"}, replicas=True)
+"""Any OpenAI-compatible server at the spec's base_url; what it can do is declared in the spec."""
+LITELLM = BackendEntry("litellm", build_litellm, capabilities={"continue_user_turn": False, "structured_output": True},
+                       declarable=("structured_output",))
+"""A hosted provider through litellm."""
+SCRIPTED = BackendEntry("scripted", build_scripted, capabilities={"continue_user_turn": True, "structured_output": True},
+                        requires={"outputs": "add outputs: [..] (tests only)"})
+"""The test double replaying the spec's outputs."""

@@ -89,11 +89,12 @@ def run(
 
 def _sweep_job(path: Path, assistant, user, framework: str, wire, limit, user_modes, run_id, progress: bool):
     """The coroutine factory that runs a sweep, after refusing options a sweep does not take."""
+    from testbed.frameworks.base import runs_sweeps
     from testbed.specs.sweep import load_sweep
     from testbed.sweep_runner import preflight_sweep, run_sweep
 
     refused = [name for name, given in (("--assistant", assistant), ("--user", user), ("--wire", wire)) if given is not None]
-    if framework != "native":
+    if not runs_sweeps(framework):
         refused.append("--framework")
     if refused:
         fail(f"{path} is a sweep: it names its own agents and runs the native probe; drop {', '.join(refused)}")
@@ -144,7 +145,6 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
     from testbed.analysis.frames import shared_reads
     from testbed.analysis.render import as_rich_tables, render
     from testbed.analysis.report import report_frame
-    from testbed.specs.registries import KINDS
 
     try:
         meta = db.run(run_id)
@@ -165,8 +165,7 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
                 labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
             for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
                 console.print(table)
-            for print_table in KINDS.get(meta["kind"]).resolve("report_tables", ()):
-                print_table(db, meta["run_id"], who)
+            print_perturbation_effects(db, meta["run_id"], who)
             print_replica_counts(db, meta["run_id"])
             for reason, n in db.error_reasons(meta["run_id"]):
                 say((f"{n} episode(s) failed:", "red"), " ", reason)
@@ -190,7 +189,7 @@ def print_replica_counts(db, run_id: str) -> None:
 
 
 def print_perturbation_effects(db, run_id: str, who) -> None:
-    """The paired perturbation table, when the run has perturbed episodes."""
+    """The paired perturbation table, when the run has perturbed episodes (only a probe's can be)."""
     from testbed.analysis.perturbation import perturbation_effects
 
     effects = perturbation_effects(db, run_id, who)
@@ -225,15 +224,12 @@ def report(
 
 def _error_rates(path: Path):
     """Error counts written by `eval-judge --save-error-rates` (or the trainer), refused clearly when malformed."""
-    from testbed.analysis.correction import JudgeErrorRates
+    from testbed.analysis.correction import BadErrorRates, JudgeErrorRates
 
     try:
-        blob = json.loads(path.read_text(encoding="utf-8"))
-        return JudgeErrorRates(int(blob["true_positives"]), int(blob["false_negatives"]), int(blob["true_negatives"]),
-                               int(blob["false_positives"]), str(blob.get("source", path)))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        fail(f"--correct-with {path}: not error counts ({type(exc).__name__}: {exc}); write them with "
-             "`testbed eval-judge GOLD --judge J --save-error-rates FILE`")
+        return JudgeErrorRates.load(path)
+    except BadErrorRates as exc:
+        fail(f"--correct-with {exc}")
 
 
 @app.command()

@@ -38,17 +38,17 @@ def framework(name: str = "native") -> Framework:
     """The framework registered under `name` (testbed.specs.registries.FRAMEWORKS), imported on first use;
     an unknown name is an UnknownName error listing the known ones, a missing package FrameworkNotInstalled."""
     require_installed(name)
-    return FRAMEWORKS.load(name)()
+    return FRAMEWORKS.entry(name).load()()
 
 
 def require_installed(name: str) -> None:
     """Raise FrameworkNotInstalled, naming the extra, when a module the framework needs is missing."""
-    entry = FRAMEWORKS.get(name)
-    missing = [m for m in entry.meta.get("modules", ()) if not _importable(m)]
+    entry = FRAMEWORKS.entry(name)
+    missing = [m for m in entry.modules if not _importable(m)]
     if missing:
         raise FrameworkNotInstalled(
-            f"framework {name} is not installed (no module {missing[0]}): install the `{entry.meta.get('extra')}` extra "
-            f"with .venv/bin/python -m pip install -e '.[{entry.meta.get('extra')}]' (scripts/bootstrap.sh installs it)"
+            f"framework {name} is not installed (no module {missing[0]}): install the `{entry.extra}` extra "
+            f"with .venv/bin/python -m pip install -e '.[{entry.extra}]' (scripts/bootstrap.sh installs it)"
         )
 
 
@@ -61,16 +61,16 @@ def _importable(module: str) -> bool:
 
 def supported_modes(name: str, modes) -> list[str]:
     """The user modes among `modes` the framework can run, in their order."""
-    allowed = FRAMEWORKS.get(name).meta.get("user_modes")
+    allowed = FRAMEWORKS.entry(name).user_modes
     return [m for m in modes if allowed is None or m in allowed]
 
 
 def check_framework(name: str, scenario) -> None:
     """Refuse, before anything starts, a scenario the framework cannot run as asked: a kind, a user mode or
     a backend it has no way to do. Never a silent fallback to another framework."""
-    entry = FRAMEWORKS.get(name)
+    entry = FRAMEWORKS.entry(name)
     spec = scenario.spec
-    kinds = entry.meta.get("kinds")
+    kinds = entry.kinds
     if kinds is not None and spec.kind not in kinds:
         raise SpecError(scenario.path, "kind", f"framework {name} cannot run a `{spec.kind}` scenario (it runs {', '.join(kinds)})",
                         "use --framework native for this scenario")
@@ -79,13 +79,24 @@ def check_framework(name: str, scenario) -> None:
     if unsupported:
         raise SpecError(scenario.path, "user_modes", f"framework {name} cannot run user mode {unsupported[0]} (its model client cannot "
                         "continue the chat template's user turn)", "pass --user-modes instructed (or set user_modes: [instructed]), or use --framework native")
-    backends = entry.meta.get("backends")
+    backends = entry.backends
     for agent in (scenario.assistant, scenario.user):
         if backends is not None and agent.spec.backend not in backends:
             raise SpecError(agent.path, "backend", f"framework {name} talks to OpenAI-compatible servers; agent {agent.spec.name} "
                             f"uses backend `{agent.spec.backend}`", f"use one of: {', '.join(backends)}")
-        if name != "native" and (len(agent.spec.urls) > 1 or agent.spec.server.replicas > 1):
+        if entry.owns_client and (len(agent.spec.urls) > 1 or agent.spec.server.replicas > 1):
             raise SpecError(agent.path, "base_urls" if agent.spec.base_urls else "server.replicas",
                             f"framework {name}'s model client sends to one base URL; agent {agent.spec.name} has several replicas",
                             "use --framework native, or put one load balancer's URL in base_url")
     require_installed(name)
+
+
+def owns_client(name: str) -> bool:
+    """True when the named framework builds its own model client (FrameworkEntry.owns_client)."""
+    return FRAMEWORKS.entry(name).owns_client
+
+
+def runs_sweeps(name: str) -> bool:
+    """True when a sweep can be run by the named framework: a sweep runs the testbed's own loop
+    (testbed.sweep_runner takes no framework), which a framework with its own client is not."""
+    return not owns_client(name)

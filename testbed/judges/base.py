@@ -48,4 +48,4 @@ def make_judge(resolved: ResolvedJudge, backend: Backend | None = None) -> Judge
     `backend` replaces the model the spec binds (tests pass a scripted one); judges without a
     model ignore it. Building starts nothing: a model judge starts its backend when it judges.
     """
-    return JUDGE_KINDS.load(resolved.spec.kind)(resolved, backend=backend)
+    return JUDGE_KINDS.entry(resolved.spec.kind).build(resolved, backend=backend)

@@ -15,6 +15,7 @@ from testbed.judges.parsing import UnparsableVerdict, parse_verdict
 from testbed.judges.prompting import render_prompt, verdict_schema
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.specs.registries import JudgeKindEntry
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
@@ -131,3 +132,7 @@ async def judge_all(
 ) -> list[tuple[Verdict, int]]:
     """`LLMJudge(judge, backend).judge_all(items, on_verdict)`, for callers that hold only the resolved spec."""
     return await LLMJudge(judge, backend).judge_all(items, on_verdict)
+
+
+JUDGE_KIND = JudgeKindEntry("llm", build, prompted=True, requires=("prompt_file", "prompt_version", "agent"), article="an")
+"""The LLM judge's entry in testbed.specs.registries.JUDGE_KINDS: a prompt on a bound agent."""

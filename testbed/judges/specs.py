@@ -46,10 +46,10 @@ class JudgeSpec(Strict):
 
     @model_validator(mode="after")
     def _llm_fields(self) -> "JudgeSpec":
-        entry = JUDGE_KINDS.get(self.kind)
-        for field in entry.meta.get("requires", ()):
+        entry = JUDGE_KINDS.entry(self.kind)
+        for field in entry.requires:
             if getattr(self, field) is None:
-                article = entry.meta.get("article", "a")
+                article = entry.article
                 raise ValueError(f"@{field} {article} {self.kind} judge needs {field} | fix: add {field}: to the judge spec")
         return self
 
@@ -77,7 +77,7 @@ def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJ
     if spec.model_file is not None and not named_path(path, spec.model_file).is_file():
         raise SpecError(path, "model_file", f"no trained model at {cut_text(str(named_path(path, spec.model_file)), 200)}",
                         "train it with python scripts/train_judge.py, or fix the path")
-    if not JUDGE_KINDS.get(spec.kind).meta.get("prompted", False):
+    if not JUDGE_KINDS.entry(spec.kind).prompted:
         return ResolvedJudge(spec, path, None, None)
     assert spec.prompt_file is not None and spec.agent is not None
     prompt = read_text(named_path(path, spec.prompt_file), named_by=(path, "prompt_file"), what="prompt file")

@@ -10,10 +10,14 @@ from testbed.backends.factory import served_model_name
 from testbed.concurrency import gather_or_cancel
 from testbed.datasets import score_answer
 from testbed.frameworks import framework
+from testbed.frameworks.base import owns_client
 from testbed.orchestrator import ERROR, Limits
 from testbed.participants import Assistant, DialogueUser, Participant, user_sampling, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
 from testbed.specs.loader import ResolvedScenario
+from testbed.specs.conversation import DialogueScenarioSpec
+from testbed.specs.loader import read_personas
+from testbed.specs.registries import ScenarioKindEntry
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
@@ -102,7 +106,7 @@ async def run_conversation(
     spec = context.scenario.spec
     agent = context.scenario.assistant
     assistant: Participant = with_tokens(Assistant(agent, context.backends["assistant"]), context.tokens(agent))
-    tap = context.wire.open_tap(retry=context.framework != "native") if context.wire is not None else None
+    tap = context.wire.open_tap(retry=owns_client(context.framework)) if context.wire is not None else None
     if tap is not None:
         assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
     try:
@@ -126,7 +130,7 @@ async def run_conversation(
 async def check_servers(context: RunContext) -> None:
     """After a framework's episode failed, stop the run (BackendUnavailable) if a server refused the key or no
     longer answers: a framework's own client cannot tell the testbed, and every remaining episode would fail alike."""
-    if context.framework == "native":
+    if not owns_client(context.framework):
         return
     if context.wire is not None and context.wire.rejected:
         raise BackendUnavailable(context.wire.rejected)
@@ -181,3 +185,8 @@ class DialogueKind:
     def runner(self, context: RunContext) -> DialogueRunner:
         """A runner for openings."""
         return DialogueRunner(context)
+
+
+KIND = ScenarioKindEntry(name="dialogue", spec=DialogueScenarioSpec, runner=DialogueKind, report="conversation",
+                         limit_field="items", resolve=read_personas, sweepable=True)
+"""The dialogue's entry in testbed.specs.registries.KINDS."""

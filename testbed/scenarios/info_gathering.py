@@ -16,8 +16,10 @@ from testbed.participants import DialogueUser, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext
 from testbed.scenarios.dialogue import (conversation_identity, conversation_sampling, opening_transcript, plan_conversations,
                                        run_conversation)
-from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions
+from testbed.scenarios.info_tasks import InfoTask, asked_facts, count_questions, resolve_task_set
+from testbed.specs.conversation import InfoGatheringScenarioSpec
 from testbed.specs.loader import ResolvedScenario
+from testbed.specs.registries import ScenarioKindEntry
 from testbed.templates import fill_slots
 from testbed.transcript import Message, Transcript
 
@@ -121,3 +123,8 @@ class InfoGatheringKind:
     def runner(self, context: RunContext) -> InfoGatheringRunner:
         """A runner for tasks."""
         return InfoGatheringRunner(context)
+
+
+KIND = ScenarioKindEntry(name="info_gathering", spec=InfoGatheringScenarioSpec, runner=InfoGatheringKind,
+                         report="info_gathering", limit_field="tasks", resolve=resolve_task_set)
+"""Information gathering's entry in testbed.specs.registries.KINDS."""

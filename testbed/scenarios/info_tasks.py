@@ -134,8 +134,7 @@ def load_task_set(path: Path | None = None, *, named_by: tuple[Path, str] | None
 def resolve_task_set(path: Path, spec: InfoGatheringScenarioSpec, user_prompt: str | None) -> dict[str, InfoTaskSet]:
     """The information-gathering resolve hook: the spec's task set (or the built-in one), domains checked.
 
-    Declared in `testbed.specs.registries.KINDS`, so the spec layer reads tasks without importing
-    this module itself; read at load time, so an unknown domain or a bad task file fails before
+    Named by the kind's entry (testbed.scenarios.info_gathering.KIND); read at load time, so an unknown domain or a bad task file fails before
     any model call and the tasks are stored with the run.
     """
     if spec.tasks_file is not None:

@@ -21,6 +21,9 @@ from testbed.participants import Assistant, SimulatedUser, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
 from testbed.specs.perturbation import PerturbationSpec, perturbation_specs
 from testbed.specs.loader import ResolvedScenario
+from testbed.specs.loader import check_conversation_slot
+from testbed.specs.registries import ScenarioKindEntry
+from testbed.specs.scenario import ProbeScenarioSpec
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
 from testbed.transcript import Message, Transcript
 
@@ -141,3 +144,8 @@ class ProbeKind:
         assistant = Assistant(s.assistant, context.backends["assistant"])
         users = {mode: SimulatedUser(s.user, context.backends["user"], mode, s.user_prompt) for mode in s.spec.user_modes}
         return ProbeItemRunner(s, assistant, users, context.shared, context.save_shared, context.sink, context.slot)
+
+
+KIND = ScenarioKindEntry(name="probe", spec=ProbeScenarioSpec, runner=ProbeKind, report="probe", limit_field="items",
+                         resolve=check_conversation_slot, sweepable=True)
+"""The probe's entry in testbed.specs.registries.KINDS."""

@@ -188,11 +188,11 @@ class AgentSpec(Strict):
     def _backend_fields(self) -> "AgentSpec":
         if self.base_url is not None and self.base_urls is not None:
             raise ValueError("@base_urls give either base_url or base_urls, not both | fix: move base_url into the base_urls list")
-        if self.base_urls is not None and not BACKENDS.get(self.backend).meta.get("replicas"):
+        if self.base_urls is not None and not BACKENDS.entry(self.backend).replicas:
             raise ValueError(f"@base_urls backend `{self.backend}` cannot spread requests over replicas | fix: use backend vllm or openai")
-        if self.server.replicas > 1 and not BACKENDS.get(self.backend).meta.get("managed"):
+        if self.server.replicas > 1 and not BACKENDS.entry(self.backend).managed:
             raise ValueError(f"@server.replicas backend `{self.backend}` starts no server | fix: use backend vllm, or list running replicas in base_urls")
-        for field, fix in BACKENDS.get(self.backend).meta.get("requires", {}).items():
+        for field, fix in BACKENDS.entry(self.backend).requires.items():
             if getattr(self, field) is None and not (field == "base_url" and self.base_urls):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
@@ -208,7 +208,7 @@ class AgentSpec(Strict):
     @property
     def managed(self) -> bool:
         """True when the testbed must start the server for this agent: a managed backend with no `base_url`."""
-        return bool(BACKENDS.get(self.backend).meta.get("managed")) and self.base_url is None and self.base_urls is None
+        return BACKENDS.entry(self.backend).managed and self.base_url is None and self.base_urls is None
 
     @property
     def urls(self) -> list[str]:

@@ -168,3 +168,12 @@ def _check_keys(node: yaml.MappingNode) -> None:
             raise _Refused(f"line {key_node.start_mark.line + 1}",
                            f"key {cut(key_node.value)} appears twice in one mapping (first on line {first.start_mark.line + 1})",
                            "keep one of them: the later one would silently replace the earlier")
+
+
+SWEEP = "sweep"
+"""The `kind:` of a sweep file."""
+
+
+def is_sweep(data: dict) -> bool:
+    """True when a spec file's data declares `kind: sweep`: the testbed's one test of "is this a sweep?"."""
+    return data.get("kind") == SWEEP

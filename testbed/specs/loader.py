@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from testbed.specs.agent import AgentSpec
 from testbed.specs.errors import SpecError, cut, spec_error_from_validation
-from testbed.specs.files import parse_yaml, read_text
+from testbed.specs.files import is_sweep, parse_yaml, read_text
 from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
 from testbed.specs.registries import KINDS
 from testbed.specs.scenario import ProbeScenarioSpec
@@ -152,13 +152,13 @@ def load_scenario(
     path = resolve_spec_path(ref, "scenarios")
     data = read_yaml(path)
     kind = data.get("kind")
-    if kind == "sweep":
+    if is_sweep(data):
         raise SpecError(path, "kind", "this file is a sweep, which names its own agents", "run it with `testbed run FILE`, without --assistant/--user")
     if kind not in KINDS:
         raise SpecError(path, "kind", f"unknown scenario kind {cut(kind)}", f"use one of {', '.join(KINDS.names())} (or sweep)")
-    entry = KINDS.get(kind)
-    model = entry.resolve("spec")
-    selection = entry.meta.get("limit_field", "items")
+    entry = KINDS.entry(kind)
+    model = entry.spec
+    selection = entry.limit_field
     if limit is not None and isinstance(data.get(selection) or {}, dict):
         data = {**data, selection: {**(data.get(selection) or {}), "limit": limit}}
     if user_modes is not None:
@@ -177,8 +177,7 @@ def load_scenario(
     user_prompt = _prompt(path, "user_prompt_file", spec.user_prompt_file)
     if "instructed" in spec.user_modes and user_prompt is None:
         raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt", "add user_prompt_file: prompts/user-instructed.md")
-    hook = entry.resolve("resolve")
-    extra = dict(hook(path, spec, user_prompt)) if hook is not None else {}
+    extra = dict(entry.resolve(path, spec, user_prompt)) if entry.resolve is not None else {}
     return ResolvedScenario(spec, path, agents["assistant"], agents["user"], user_prompt, **extra)
 
 

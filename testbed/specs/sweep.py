@@ -21,14 +21,14 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, spec_error_from_validation
-from testbed.specs.files import read_text
+from testbed.specs.files import is_sweep, read_text
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, named_path, read_yaml
-from testbed.specs.registries import KINDS
+from testbed.specs.registries import KINDS, registered
 from testbed.specs.scenario import known_dataset
 
 SELF = "self"
-CELL_KINDS = ("probe", "dialogue")
-"""The scenario kinds a sweep can vary: those whose episodes open with a dataset item."""
+CellKind = registered(KINDS, accepts=lambda entry: entry.sweepable)
+"""The scenario kinds a sweep can vary: those whose episodes open with a dataset item (ScenarioKindEntry.sweepable)."""
 SET_BY_SWEEP = ("assistant", "dataset")
 """Scenario fields a sweep fills in per cell, so the file may not set them."""
 
@@ -43,7 +43,7 @@ class SweepSpec(Strict):
     kind: Literal["sweep"]
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
-    scenario: Literal["probe", "dialogue"] = "probe"
+    scenario: CellKind = "probe"
     agents: list[str] = Field(min_length=1)
     user: str = SELF
     datasets: list[str] = Field(min_length=1)
@@ -101,9 +101,9 @@ class ResolvedSweep:
 
 
 def is_sweep_file(path: Path) -> bool:
-    """True when the YAML file at `path` declares `kind: sweep` (any read problem: False, left to the loader)."""
+    """True when the YAML file at `path` is a sweep (`is_sweep`; any read problem: False, left to the loader)."""
     try:
-        return read_yaml(path).get("kind") == "sweep"
+        return is_sweep(read_yaml(path))
     except (SpecError, OSError):
         return False
 
@@ -143,9 +143,9 @@ def load_sweep(path: Path | str, *, limit: int | None = None, user_modes: list[s
     for name in SET_BY_SWEEP:
         if name in fields:
             raise SpecError(path, name, "a sweep sets each cell's assistant and dataset itself", "list them under agents: and datasets:")
-    entry = KINDS.get(spec.scenario)
+    entry = KINDS.entry(spec.scenario)
     if limit is not None:
-        selection = entry.meta.get("limit_field", "items")
+        selection = entry.limit_field
         fields = {**fields, selection: {**(fields.get(selection) or {}), "limit": limit}}
     if user_modes is not None:
         fields = {**fields, "user_modes": list(user_modes)}
@@ -154,7 +154,7 @@ def load_sweep(path: Path | str, *, limit: int | None = None, user_modes: list[s
     if len(set(names)) != len(names):
         raise SpecError(path, "agents", f"two agents share a name ({', '.join(names)})", "give every agent spec its own `name:`")
     fixed_user = None if spec.user == SELF else _agent(path, "user", spec.user)
-    model = entry.resolve("spec")
+    model = entry.spec
     cells, user_prompt = [], None
     for agent in agents_:
         for dataset in spec.datasets:
@@ -190,6 +190,5 @@ def _resolved(entry, path: Path, cell: BaseModel, assistant: ResolvedAgent, user
     if "instructed" in cell.user_modes and user_prompt is None:
         raise SpecError(path, "user_prompt_file", "user mode `instructed` needs a role-play prompt",
                         "add user_prompt_file: prompts/user-instructed.md")
-    hook = entry.resolve("resolve")
-    extra = dict(hook(path, cell, user_prompt)) if hook is not None else {}
+    extra = dict(entry.resolve(path, cell, user_prompt)) if entry.resolve is not None else {}
     return ResolvedScenario(cell, path, assistant, user, user_prompt, **extra)

@@ -16,6 +16,7 @@ from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.specs.registries import JudgeKindEntry
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
@@ -129,3 +130,7 @@ class LocalJudge:
 def build(resolved: ResolvedJudge, backend: object = None) -> LocalJudge:
     """The `local` judge kind's builder (see JUDGE_KINDS); it binds no model, so `backend` is ignored."""
     return LocalJudge(resolved.spec.name)
+
+
+JUDGE_KIND = JudgeKindEntry("local", build)
+"""The local classifier's entry in testbed.specs.registries.JUDGE_KINDS: no model, no prompt."""

@@ -1,0 +1,33 @@
+"""The registration of every extension point: each name with the import path of its typed entry.
+
+This module sits at the top of the package (`testbed/__init__.py` imports it first), so it may
+name any module; the registries it fills (testbed.specs.registries) name none. Registering imports nothing: an entry's module is imported when the entry is first read.
+Adding a scenario kind, backend, judge kind, framework or report is its entry in its own module
+plus one line here.
+"""
+
+from __future__ import annotations
+
+from testbed.specs.registries import BACKENDS, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
+
+KINDS.register("probe", "testbed.scenarios.probe:KIND")
+KINDS.register("dialogue", "testbed.scenarios.dialogue:KIND")
+KINDS.register("info_gathering", "testbed.scenarios.info_gathering:KIND")
+
+BACKENDS.register("vllm", "testbed.backends.factory:VLLM")
+BACKENDS.register("openai", "testbed.backends.factory:OPENAI")
+BACKENDS.register("litellm", "testbed.backends.factory:LITELLM")
+BACKENDS.register("scripted", "testbed.backends.factory:SCRIPTED")
+
+JUDGE_KINDS.register("local", "testbed.judges.local.judge:JUDGE_KIND")
+JUDGE_KINDS.register("llm", "testbed.judges.llm_judge:JUDGE_KIND")
+JUDGE_KINDS.register("learned", "testbed.judges.learned.judge:JUDGE_KIND")
+
+FRAMEWORKS.register("native", "testbed.frameworks.catalogue:NATIVE")
+FRAMEWORKS.register("autogen", "testbed.frameworks.catalogue:AUTOGEN")
+FRAMEWORKS.register("langgraph", "testbed.frameworks.catalogue:LANGGRAPH")
+FRAMEWORKS.register("camel", "testbed.frameworks.catalogue:CAMEL")
+
+REPORTS.register("probe", "testbed.analysis.report:PROBE_REPORT")
+REPORTS.register("conversation", "testbed.analysis.conversation_report:CONVERSATION_REPORT")
+REPORTS.register("info_gathering", "testbed.analysis.conversation_report:INFO_GATHERING_REPORT")
