@@ -37,7 +37,8 @@ def export(
     store: StoreOpt = None,
 ) -> None:
     """Write `<out>/<run>.<kind>.jsonl` (loadable with datasets.load_dataset("json", ...)) and `<run>.<kind>.card.md`."""
-    from testbed.export.training import CANARY_DATASETS, ExportError, ExportFilter, training_rows
+    from testbed.datasets.catalog import carries_canary
+    from testbed.export.training import ExportError, ExportFilter, training_rows
     from testbed.export.writing import write_export
     from testbed.store.labels import resolve_identity
 
@@ -55,7 +56,7 @@ def export(
         fail(f"no {kind} rows: of {result.counts['judged_turns']} turns {who} scored in run {run} (after filters), "
              f"{result.counts['positive_turns']} are positive and {result.counts['failure_turns']} failures"
              + ("; DPO needs a positive and a failure that answer the same context" if kind == "dpo" else ""), 1)
-    if include_canary and set(result.datasets) & CANARY_DATASETS:
+    if include_canary and any(carries_canary(d) for d in result.datasets):
         err_console.print("warning: this export holds benchmark text with a canary string; keep it out of public training corpora")
     data, _ = write_export(result, chosen, output_folder(out))
     say(f"wrote {len(result.rows)} {kind} rows to {data} (judge {who}; {result.counts['positive_turns']} positive, "

@@ -3,9 +3,10 @@
 A few checkers need NLTK data (`punkt_tab`, `averaged_perceptron_tagger_eng`,
 `stopwords`) that no registry package ships. NLTK would try to download it, which on these
 machines hangs or fails, and `if_verifiable.ifbench` even tries at import time. This module
-therefore replaces NLTK's downloader with one that refuses, and reports every item that needs
-missing data as unscorable (`None`) instead of failed: a checker that cannot run says nothing
-about the answer.
+therefore replaces NLTK's downloader with one that refuses, before anything here touches NLTK, and
+reports every item that needs missing data as unscorable (`None`) instead of failed: a checker that
+cannot run says nothing about the answer. NLTK is imported on first use (it takes seconds), so the
+instruction datasets' entries can name their checker registries without paying for it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import functools
 import importlib
 from typing import Any
 
-import nltk
-import nltk.downloader
-
-_REGISTRY_MODULES = {
-    "ifeval": "if_verifiable.ifeval.instructions_registry",
-    "ifbench": "if_verifiable.ifbench.instructions_registry",
-}
+IFEVAL_CHECKERS = "if_verifiable.ifeval.instructions_registry"
+"""The module whose `INSTRUCTION_DICT` maps IFEval's instruction ids to checker classes."""
+IFBENCH_CHECKERS = "if_verifiable.ifbench.instructions_registry"
+"""The module whose `INSTRUCTION_DICT` maps IFBench's instruction ids to checker classes."""
+CHECKER_MODULES = (IFEVAL_CHECKERS, IFBENCH_CHECKERS)
+"""Every checker registry an instruction dataset uses; an instruction id none of them knows is unscorable."""
 
 # Found by reading the checkers of if-verifiable 0.1.2: every instruction whose
 # `check_following` can reach NLTK data, and the resources it needs. Listing them up front keeps
@@ -55,21 +55,32 @@ def _skip_download(*args: Any, **kwargs: Any) -> bool:
 
 def _install_downloader(download: Any) -> None:
     """Point every public route to `Downloader.download` at `download`."""
+    import nltk
+    import nltk.downloader
+
     nltk.download = download
     nltk.downloader.download = download
     nltk.downloader.Downloader.download = download
 
 
-_install_downloader(_refuse_download)
+@functools.lru_cache(maxsize=None)
+def offline_nltk() -> Any:
+    """NLTK, imported once with its downloader refusing: every use of NLTK here goes through this."""
+    import nltk
+
+    _install_downloader(_refuse_download)
+    return nltk
 
 
-def registry(dataset: str) -> dict[str, Any]:
-    """The instruction registry (id -> checker class) of `"ifeval"` or `"ifbench"`.
+def registry(checkers: str) -> dict[str, Any]:
+    """The instruction registry (id -> checker class) in module `checkers`, one of `CHECKER_MODULES`.
 
     Raises:
-        KeyError: `dataset` has no instruction registry.
+        KeyError: `checkers` is not a checker registry an instruction dataset uses.
     """
-    return _load_registry(_REGISTRY_MODULES[dataset])
+    if checkers not in CHECKER_MODULES:
+        raise KeyError(checkers)
+    return _load_registry(checkers)
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,6 +91,7 @@ def _load_registry(module_name: str) -> dict[str, Any]:
     import langdetect
 
     langdetect.DetectorFactory.seed = 0
+    offline_nltk()
     _install_downloader(_skip_download)
     try:
         module = importlib.import_module(module_name)
@@ -91,7 +103,7 @@ def _load_registry(module_name: str) -> dict[str, Any]:
 @functools.lru_cache(maxsize=None)
 def _nltk_resource_present(resource: str) -> bool:
     try:
-        nltk.data.find(resource)
+        offline_nltk().data.find(resource)
     except LookupError:
         return False
     return True
@@ -107,13 +119,13 @@ def scorable_instruction(instruction_id: str) -> bool:
         False for an id neither registry knows, or one whose checker needs NLTK data that is not
         installed; True otherwise. Installing the data makes such instructions scorable again.
     """
-    if not any(instruction_id in registry(name) for name in _REGISTRY_MODULES):
+    if not any(instruction_id in registry(checkers) for checkers in CHECKER_MODULES):
         return False
     return all(_nltk_resource_present(r) for r in _NLTK_RESOURCES.get(instruction_id, ()))
 
 
 def check_instructions(
-    dataset: str,
+    checkers: str,
     response: str,
     instruction_id_list: list[str],
     kwargs: list[dict[str, Any]],
@@ -122,7 +134,7 @@ def check_instructions(
     """Prompt-level strict accuracy of one response: 1.0 only if every instruction is followed.
 
     Args:
-        dataset: `"ifeval"` or `"ifbench"`, which selects the checker registry.
+        checkers: The dataset's checker registry module, one of `CHECKER_MODULES`.
         response: The assistant's answer.
         instruction_id_list: The item's instruction ids.
         kwargs: One argument dict per instruction (`None` values are ignored).
@@ -131,14 +143,14 @@ def check_instructions(
     Returns:
         1.0 or 0.0, or `None` when some instruction is unknown or cannot be checked offline.
     """
+    known = registry(checkers)
     from if_verifiable.api import evaluate_instructions
 
-    checkers = registry(dataset)
-    if not all(i in checkers and scorable_instruction(i) for i in instruction_id_list):
+    if not all(i in known and scorable_instruction(i) for i in instruction_id_list):
         return None
     clean = [{k: v for k, v in (d or {}).items() if v is not None} for d in kwargs]
     try:
-        _, scores = evaluate_instructions(response, instruction_id_list, clean, prompt, checkers)
+        _, scores = evaluate_instructions(response, instruction_id_list, clean, prompt, known)
     except LookupError:
         return None
     return scores.binary_strict

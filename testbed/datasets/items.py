@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,3 +25,13 @@ class DatasetItem:
     def question(self) -> str:
         """The text of the last user message: the request the simulated user would repeat."""
         return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")
+
+
+def stable_hash(text: str, length: int = 12) -> str:
+    """First `length` hex digits of the SHA-1 of `text`: a content id independent of row order."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:length]
+
+
+def user_turn(content: str) -> list[dict[str, str]]:
+    """The messages of a one-question item: a single user message."""
+    return [{"role": "user", "content": content}]

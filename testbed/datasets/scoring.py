@@ -2,7 +2,9 @@
 
 `None` exists because some answers cannot be judged automatically here (HealthBench needs a
 rubric grader; a few instruction checks need NLTK data). Aggregates must drop `None`, never count
-it as wrong, or accuracy would depend on what the machine happens to have installed.
+it as wrong, or accuracy would depend on what the machine happens to have installed. Each
+dataset's scorer lives in its entry (`testbed.datasets.catalog`); the answer extraction they share
+lives here.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from testbed.datasets.instruction_checks import check_instructions
+from testbed.datasets.catalog import DATASETS
 from testbed.datasets.items import DatasetItem
 
 _NUMBER = re.compile(r"(?P<sign>-)?\$?(?P<digits>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<frac>\.\d+)?")
@@ -25,7 +27,7 @@ _STANDALONE_LETTER = re.compile(r"\b(?P<l>[A-D])\b")
 
 
 def score_answer(item: DatasetItem, answer: str) -> float | None:
-    """Score an assistant answer against the item's reference.
+    """Score an assistant answer against the item's reference, with the scorer its dataset's entry declares.
 
     Args:
         item: A benchmark item from `load_items` (or a synthetic one with the same reference).
@@ -34,27 +36,12 @@ def score_answer(item: DatasetItem, answer: str) -> float | None:
     Returns:
         1.0 if correct, 0.0 if not (including when no answer can be found in the reply), or
         `None` when correctness cannot be decided offline: HealthBench always, IFEval/IFBench
-        items with an instruction that needs missing NLTK data, or an item without a reference.
+        items with an instruction that needs missing NLTK data, an item without a reference, or
+        an item of a dataset no entry is registered for.
     """
-    reference = item.reference
-    if item.dataset == "gsm8k":
-        return _score_gsm8k(reference.get("answer"), answer)
-    if item.dataset == "gpqa_diamond":
-        expected = reference.get("letter")
-        if not expected:
-            return None
-        return float(extract_choice_letter(strip_thinking(answer)) == expected)
-    if item.dataset in ("ifeval", "ifbench"):
-        if "instruction_id_list" not in reference:
-            return None
-        return check_instructions(
-            item.dataset,
-            answer,
-            list(reference["instruction_id_list"]),
-            list(reference.get("kwargs") or []),
-            reference.get("prompt", item.question),
-        )
-    return None
+    if item.dataset not in DATASETS:
+        return None
+    return DATASETS.entry(item.dataset).score(item, answer)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
@@ -107,17 +94,6 @@ def _to_decimal(match: re.Match[str], text: str) -> Decimal | None:
     except InvalidOperation:
         return None
     return -value if negative else value
-
-
-def _score_gsm8k(expected: str | None, answer: str) -> float | None:
-    if expected is None:
-        return None
-    try:
-        target = Decimal(str(expected).replace(",", "").replace("$", "").strip())
-    except InvalidOperation:
-        return None
-    found = extract_final_number(strip_thinking(answer))
-    return float(found is not None and found == target)
 
 
 def extract_choice_letter(text: str) -> str | None:

@@ -9,18 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from testbed.datasets.catalog import licence_note
 from testbed.export.training import Export, ExportFilter
 from testbed.terminal_text import neutralised
 
-LICENCES = {
-    "gsm8k": "MIT (GSM8K upstream)",
-    "ifeval": "Apache-2.0 (IFEval upstream)",
-    "ifbench": "ODC-BY (IFBench upstream)",
-    "gpqa_diamond": "CC-BY-4.0 (GPQA upstream); carries a canary string: keep it out of training corpora",
-    "healthbench": "see the HealthBench upstream terms; carries a canary string: keep it out of training corpora",
-}
-"""The source datasets' licences as the dataset packages' upstreams state them (`DATA.md`)."""
 OWN = "Apache-2.0 (this testbed's own tasks and personas)"
+"""The licence of rows whose text comes from no registered benchmark; a benchmark's comes from its dataset entry."""
 
 
 def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: dict[str, str]) -> str:
@@ -30,7 +24,7 @@ def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: d
         "judge": str(export.judge), "positive_labels": list(chosen.positive),
         "failure_labels": sorted(chosen.failure_labels()) if export.kind == "dpo" else None,
         "filters": {"user_model": chosen.user_model, "where": dict(chosen.where)}, "counts": export.counts,
-        "datasets": {d: LICENCES.get(d, OWN) for d in export.datasets}, "software": software,
+        "datasets": {d: licence_note(d, OWN) for d in export.datasets}, "software": software,
     }
     lines = [f"# Data card: {data_file.name}", "",
              f"{export.counts['rows']} {export.kind.upper()} rows for user-turn generation from run `{export.run_id}`, "

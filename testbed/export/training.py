@@ -24,14 +24,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from testbed.datasets.catalog import carries_canary
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, labels_df, messages_df
 from testbed.store.records import CONDITIONS
 
 KINDS = ("sft", "dpo")
-CANARY_DATASETS = frozenset({"gpqa_diamond", "healthbench"})
-"""Benchmarks whose text carries a canary string: never exported unless asked for by flag."""
 META = ["item_id", *CONDITIONS, "sample_index"]
 """The episode columns every row carries about its turn (and that `--where` can filter on)."""
 
@@ -53,7 +52,7 @@ class ExportFilter:
     where: tuple[tuple[str, str], ...] = ()
     """Episode columns (conditions, item_id) that must equal a value, compared as text."""
     include_canary: bool = False
-    """Allow GPQA and HealthBench text (it carries canary strings)."""
+    """Allow the text of datasets whose entry says it carries a canary string (GPQA, HealthBench)."""
 
     def check(self) -> None:
         """ExportError for an unknown label or filter column."""
@@ -94,7 +93,7 @@ def _turn_table(store: Store, run_id: str, judge: JudgeIdentity, chosen: ExportF
         episodes = episodes[episodes.user_model.str.contains(chosen.user_model, regex=False)]
     for column, value in chosen.where:
         episodes = episodes[episodes[column].astype(str) == value]
-    canary = sorted(set(episodes.dataset) & CANARY_DATASETS)
+    canary = sorted(d for d in set(episodes.dataset) if carries_canary(d))
     if canary and not chosen.include_canary:
         raise ExportError(f"run {run_id} holds {', '.join(canary)} items, whose text carries a canary string meant to keep it "
                           "out of training data; pass --include-canary to export it anyway, or --where dataset=... to leave it out")

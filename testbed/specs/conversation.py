@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from testbed.specs.agent import Strict
-from testbed.specs.scenario import KNOWN_DATASETS, ItemSelection, UserMode
+from testbed.specs.scenario import ItemSelection, UserMode, known_dataset
 
 
 class ConversationSpec(Strict):
@@ -69,8 +69,10 @@ class DialogueScenarioSpec(ConversationSpec):
         if self.opening == "dataset":
             if self.dataset is None:
                 raise ValueError("@dataset opening `dataset` needs a dataset | fix: add dataset: gsm8k (or opening: persona)")
-            if self.dataset not in KNOWN_DATASETS:
-                raise ValueError(f"@dataset unknown dataset {self.dataset!r} | fix: use one of {', '.join(KNOWN_DATASETS)}")
+            try:
+                known_dataset(self.dataset)
+            except ValueError as exc:
+                raise ValueError(f"@dataset {exc}") from None
         elif self.personas_file is None:
             raise ValueError("@personas_file opening `persona` needs a personas file | fix: add personas_file: personas/NAME.yaml")
         return self

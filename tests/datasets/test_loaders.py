@@ -12,8 +12,9 @@ from collections import Counter
 import pytest
 
 from testbed.datasets import DATASETS, DatasetItem, UnknownDataset, load_items
-from testbed.datasets import loaders
-from testbed.datasets.loaders import GPQA_INSTRUCTION, data_file
+from testbed.datasets import gpqa, loaders
+from testbed.datasets.gpqa import GPQA_INSTRUCTION
+from testbed.datasets.loaders import data_file
 
 
 @pytest.mark.parametrize(
@@ -98,7 +99,7 @@ def test_unknown_dataset_lists_known_names() -> None:
     with pytest.raises(UnknownDataset) as info:
         load_items("gsm9k")
     assert isinstance(info.value, ValueError)
-    assert all(name in str(info.value) for name in DATASETS)
+    assert all(name in str(info.value) for name in DATASETS.names())
 
 
 def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,11 +163,11 @@ def test_gpqa_shuffle_depends_on_sha1_not_hash() -> None:
         "Incorrect Answer 2": "wrong two",
         "Incorrect Answer 3": "wrong three",
     }
-    item = loaders._gpqa(row)
+    item = gpqa.convert(row)
     assert item.item_id == "gpqa-synthetic-1"
     lines = item.messages[0]["content"].splitlines()
     assert f"{item.reference['letter']}) right" in lines
-    assert [loaders._gpqa({**row, "Record ID": f"s{n}"}).reference["letter"] for n in range(8)] == (
+    assert [gpqa.convert({**row, "Record ID": f"s{n}"}).reference["letter"] for n in range(8)] == (
         _PINNED_LETTERS
     )
 
