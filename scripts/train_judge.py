@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
+from testbed.analysis.correction import JudgeErrorRates
 from testbed.analysis.judge_training import GRIDS, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
-    errors.write_text(json.dumps({"judge": "learned", **report["cv_error_counts"]}, indent=2) + "\n")
+    JudgeErrorRates(**report["cv_error_counts"]).save(errors, judge="learned")
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("params", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))

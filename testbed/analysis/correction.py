@@ -12,10 +12,28 @@ carries no information and nothing is corrected.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
+
+COUNTS = ("true_positives", "false_negatives", "true_negatives", "false_positives")
+"""The four counts an error-rates file holds, in the order `JudgeErrorRates` takes them."""
+
+
+class BadErrorRates(ValueError):
+    """An error-rates file that cannot be read as counts: the message names the file, what is wrong and how to write one.
+
+    `field` is the count that is missing or malformed, `(file)` when the file cannot be read as JSON,
+    `(top level)` when the JSON is not an object.
+    """
+
+    def __init__(self, path: Path | str, field: str, cause: Exception):
+        self.path, self.field = str(path), field
+        super().__init__(f"{path}: not error counts ({type(cause).__name__}: {cause}); write them with "
+                         "`testbed eval-judge GOLD --judge J --save-error-rates FILE`")
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,32 @@ class JudgeErrorRates:
         tn = sum((not p) and (not r) for p, r in zip(predicted, reference))
         fp = sum(p and (not r) for p, r in zip(predicted, reference))
         return cls(tp, fn, tn, fp, source)
+
+    def save(self, path: Path, *, judge: str) -> None:
+        """Write the counts as JSON with the judge they measure (what `report --correct-with` and `load` read)."""
+        Path(path).write_text(json.dumps({"judge": judge, **asdict(self)}, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> "JudgeErrorRates":
+        """The counts `save` wrote (the source defaults to the file's name); BadErrorRates, naming the field, when malformed."""
+        try:
+            blob = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BadErrorRates(path, "(file)", exc) from None
+        if not isinstance(blob, dict):
+            raise BadErrorRates(path, "(top level)", TypeError(f"the top level is a {type(blob).__name__}, not a JSON object"))
+        counts = [_count(path, blob, name) for name in COUNTS]
+        return cls(*counts, str(blob.get("source", path)))
+
+
+def _count(path: Path, blob: dict, name: str) -> int:
+    """One count of a loaded file, as an int; BadErrorRates naming it when it is missing or not a number."""
+    try:
+        return int(blob[name])
+    except KeyError as exc:
+        raise BadErrorRates(path, name, exc) from None
+    except (ValueError, TypeError) as exc:
+        raise BadErrorRates(path, name, type(exc)(f"{name}: {exc}")) from None
 
 
 @dataclass(frozen=True)

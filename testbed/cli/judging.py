@@ -103,8 +103,6 @@ def eval_judge(
     """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
     reference's, for a learned judge the agreement bought by labelling its least sure turns by hand,
     and last the line `kappa=<κ> f1_followup=<F1> n=<items>`."""
-    from dataclasses import asdict
-
     from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
                                              read_gold, run_judge)
     from testbed.judges.learned.doubt import stored_margin
@@ -136,7 +134,7 @@ def eval_judge(
     console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f} "
                   f"sensitivity={rates.sensitivity:.3f} specificity={rates.specificity:.3f}")
     if save_error_rates is not None:
-        save_error_rates.write_text(json.dumps({"judge": resolved.spec.name, **asdict(rates)}, indent=2) + "\n")
+        rates.save(save_error_rates, judge=resolved.spec.name)
         console.print(f"wrote the error counts to {save_error_rates}")
     typer.echo(result.summary_line())
 

@@ -1,0 +1,81 @@
+"""The judge's error-rates file: one writer and one reader (`JudgeErrorRates.save` / `load`), and one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed.analysis.correction import BadErrorRates, JudgeErrorRates
+
+REPO = Path(__file__).resolve().parents[2]
+FIX = "write them with `testbed eval-judge GOLD --judge J --save-error-rates FILE`"
+
+
+def test_save_writes_the_judge_and_the_counts_and_load_reads_them_back(tmp_path):
+    rates = JudgeErrorRates(36, 19, 312, 23, "../shared/gold/dev.jsonl")
+    path = tmp_path / "rates.json"
+    rates.save(path, judge="learned")
+    expected = {"judge": "learned", "true_positives": 36, "false_negatives": 19, "true_negatives": 312,
+                "false_positives": 23, "source": "../shared/gold/dev.jsonl"}
+    assert path.read_text() == json.dumps(expected, indent=2) + "\n", "the file eval-judge and the trainer always wrote"
+    assert JudgeErrorRates.load(path) == rates
+
+
+def test_the_committed_files_load():
+    for path in sorted((REPO / "judges" / "models").glob("*error-rates.json")):
+        rates = JudgeErrorRates.load(path)
+        assert rates.true_positives + rates.false_negatives > 0 and rates.source
+
+
+def test_a_file_without_a_source_is_named_by_its_path(tmp_path):
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps({"true_positives": 1, "false_negatives": 2, "true_negatives": 3, "false_positives": 4}))
+    assert JudgeErrorRates.load(path) == JudgeErrorRates(1, 2, 3, 4, str(path))
+
+
+@pytest.mark.parametrize(("text", "field", "detail"), [
+    ("{}", "true_positives", "(KeyError: 'true_positives')"),
+    ('{"true_positives": 1, "false_negatives": "many"}', "false_negatives", "(ValueError: false_negatives: invalid literal"),
+    ('{"true_positives": 1, "false_negatives": 2, "true_negatives": null}', "true_negatives", "(TypeError: true_negatives: "),
+    ("[1, 2]", "(top level)", "(TypeError: the top level is a list, not a JSON object)"),
+    ("{not json", "(file)", "(JSONDecodeError: "),
+])
+def test_bad_input_is_one_error_naming_the_file_and_the_field(tmp_path, text, field, detail):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(BadErrorRates) as caught:
+        JudgeErrorRates.load(path)
+    assert caught.value.path == str(path) and caught.value.field == field
+    message = str(caught.value)
+    assert message.startswith(f"{path}: not error counts {detail}") and message.endswith(FIX)
+    if field.startswith("("):
+        return
+    assert field in message
+
+
+def test_a_missing_file_is_the_same_error(tmp_path):
+    with pytest.raises(BadErrorRates, match=r"missing\.json: not error counts \(FileNotFoundError: ") as caught:
+        JudgeErrorRates.load(tmp_path / "missing.json")
+    assert caught.value.field == "(file)"
+
+
+class Failed(Exception):
+    """What the patched `fail` raises, carrying its message."""
+
+
+def test_report_refuses_a_bad_file_with_the_message_it_always_gave(tmp_path, monkeypatch):
+    import importlib
+
+    cli_app = importlib.import_module("testbed.cli.app")
+
+    def fail(message: str, code: int = 2):
+        raise Failed(message, code)
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    monkeypatch.setattr(cli_app, "fail", fail)
+    with pytest.raises(Failed) as caught:
+        cli_app._error_rates(bad)
+    assert caught.value.args == (f"--correct-with {bad}: not error counts (KeyError: 'true_positives'); {FIX}", 2)
