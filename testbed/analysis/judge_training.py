@@ -17,6 +17,7 @@ import numpy as np
 
 from testbed.analysis.agreement import cohen_kappa, compare, f1_binary
 from testbed.analysis.correction import JudgeErrorRates
+from testbed.judges.learned.decision import decide_label
 from testbed.judges.learned.doubt import margin
 from testbed.judges.learned.embedding import StaticEmbedder
 from testbed.judges.learned.features import featurise
@@ -86,19 +87,9 @@ def out_of_fold(data: Labelled, kind: str, params: dict, seed: int) -> np.ndarra
 
 
 def decide(proba: np.ndarray, threshold: float) -> list[str]:
-    """Labels from probabilities the way the judge decides: the top class, made consistent with P(follow-up) ≥ threshold."""
+    """Labels of out-of-fold probabilities (taxonomy order), each decided by the judge's own rule (`decide_label`)."""
     classes = list(taxonomy().labels)
-    fu = classes.index(taxonomy().followup_label)
-    out = []
-    for p in proba:
-        order = np.argsort(-p)
-        label = classes[order[0]]
-        if p[fu] >= threshold:
-            label = classes[fu]
-        elif label == classes[fu]:
-            label = classes[order[1]]
-        out.append(label)
-    return out
+    return [decide_label(p, classes, threshold) for p in proba]
 
 
 def scores(labels: list[str], predicted: list[str]) -> dict:

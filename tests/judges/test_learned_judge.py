@@ -88,15 +88,77 @@ def test_verdicts_carry_both_decisions_a_probability_and_a_reason(trained):
     assert sum(v.label == r["label"] for v, r in zip(verdicts, rows)) >= 22
 
 
-def test_probabilities_match_the_threshold_rule(trained):
+def test_the_trainer_scores_with_the_judges_own_rule(trained, monkeypatch):
+    from testbed.judges.learned import decision
+    from testbed.judges.learned import judge as judge_module
+
+    assert training.decide_label is decision.decide_label is judge_module.decide_label, "one rule, owned by the judge"
+    calls = {"trainer": [], "judge": []}
+
+    def spy(who):
+        def decide_label(p, classes, threshold):
+            calls[who].append((p.copy(), list(classes), threshold))
+            return decision.decide_label(p, classes, threshold)
+        return decide_label
+
+    monkeypatch.setattr(training, "decide_label", spy("trainer"))
+    monkeypatch.setattr(judge_module, "decide_label", spy("judge"))
     path, _ = trained
     judge = LearnedJudge("learned", path)
     rows = synthetic_rows(16)
     items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
     proba, _ = judge.probabilities(items)
-    assert np.allclose(proba.sum(axis=1), 1, atol=1e-5)
     expected = training.decide(proba, judge.trained.followup_threshold)
     assert [v.label for v in judge.judge_many(items)] == expected, "the judge decides as the trainer scored it"
+    assert len(calls["trainer"]) == len(calls["judge"]) == 16
+    for (p_t, classes_t, t_t), (p_j, classes_j, t_j) in zip(calls["trainer"], calls["judge"]):
+        assert np.allclose(p_t, p_j) and classes_t == classes_j and t_t == t_j == judge.trained.followup_threshold
+
+
+def _reordered(model, order: list[int]):
+    """The same model with its classes saved in `order` (probability columns and per-class parameters moved alike)."""
+    from dataclasses import replace
+
+    classes = [model.classes[i] for i in order]
+    if hasattr(model, "weights"):
+        return replace(model, classes=classes, weights=model.weights[:, order], bias=model.bias[order])
+    inverse = np.argsort(order)
+    return replace(model, classes=classes, baseline=model.baseline[order], tree_class=inverse[model.tree_class])
+
+
+def test_the_rule_reads_classes_by_name_not_by_taxonomy_position():
+    from testbed.judges.learned.decision import decide_label
+
+    labels = list(taxonomy().labels)
+    fu = taxonomy().followup_label
+    order = list(reversed(range(len(labels))))
+    other = [labels[i] for i in order]
+    assert other != labels and other.index(fu) != labels.index(fu)
+    rng = np.random.default_rng(3)
+    for p in rng.dirichlet(np.ones(len(labels)) * 0.5, size=300):
+        for threshold in (0.2, 0.5, 0.8):
+            assert decide_label(p[order], other, threshold) == decide_label(p, labels, threshold)
+    top_followup = np.full(len(labels), 0.05)
+    top_followup[labels.index(fu)], top_followup[labels.index("echo_assistant")] = 0.45, 0.2
+    assert decide_label(top_followup[order], other, 0.5) == "echo_assistant", "below the threshold: the second class"
+    assert decide_label(top_followup[order], other, 0.4) == fu
+
+
+def test_a_model_saved_in_another_class_order_judges_alike(trained, tmp_path):
+    path, _ = trained
+    model = load_model(path)
+    order = list(reversed(range(len(model.classes))))
+    other = tmp_path / "reordered.json"
+    _reordered(model, order).save(other)
+    original, reordered = LearnedJudge("learned", path), LearnedJudge("learned", other)
+    assert reordered.trained.classes != list(taxonomy().labels)
+    rows = synthetic_rows(24)
+    items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
+    p_original, _ = original.probabilities(items)
+    p_reordered, _ = reordered.probabilities(items)
+    assert np.allclose(p_reordered, p_original[:, order], atol=1e-6)
+    got, want = reordered.judge_many(items), original.judge_many(items)
+    assert [(v.label, v.followup) for v in got] == [(v.label, v.followup) for v in want]
 
 
 def test_a_model_made_with_another_embedding_is_refused(trained, tmp_path):

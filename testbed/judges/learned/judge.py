@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from testbed.judges.learned.decision import decide_label
 from testbed.judges.learned.embedding import StaticEmbedder, default_embedder
 from testbed.judges.learned.features import featurise
 from testbed.judges.learned.model import load_model
@@ -81,12 +82,8 @@ class LearnedJudge:
         order = np.argsort(-p)
         top, second = self.trained.classes[order[0]], self.trained.classes[order[1]]
         p_followup = float(p[self._followup])
-        followup = p_followup >= self.trained.followup_threshold
-        label = top
-        if followup and label != FOLLOWUP:
-            label = FOLLOWUP
-        elif not followup and label == FOLLOWUP:
-            label = second
+        label = decide_label(p, self.trained.classes, self.trained.followup_threshold)
+        followup = label == FOLLOWUP
         reason = f"p(followup)={p_followup:.2f}; {top} {p[order[0]]:.2f}, {second} {p[order[1]]:.2f}; rules: {rule}"
         raw = json.dumps({"p_followup": round(p_followup, 4), "threshold": self.trained.followup_threshold,
                           "probabilities": {c: round(float(v), 4) for c, v in zip(self.trained.classes, p)}})
