@@ -2,12 +2,12 @@
 
 Every rate axis is a share from 0 to 1 and every error bar or band is the Wilson 95 % interval
 the CSV holds (`testbed.analysis.figure_data`), so a figure never shows a number its CSV lacks.
+The shared look is `testbed.analysis.figure_style`.
 """
 
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +23,16 @@ import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from testbed.analysis.figure_data import FigureData, figure_data  # noqa: E402
+from testbed.analysis.figure_style import SHARE, SIZE, colour_map, heading, save_png  # noqa: E402
 from testbed.analysis.graph_drawing import label_colour  # noqa: E402
+from testbed.analysis.survival_drawing import draw_survival  # noqa: E402
 from testbed.judges.taxonomy import taxonomy  # noqa: E402
 from testbed.store import Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity  # noqa: E402
 
 __all__ = ["DRAWERS", "PlotResult", "draw", "write_figures"]
 
-_SIZE = (7.0, 4.5)
-_DPI = 150
 _MARKERS = "osD^vP*Xh<>"
-_SHARE = (-0.03, 1.03)
 _FOLLOWUP_AXIS = "follow-up rate (share of scored user turns, 0–1)"
 
 
@@ -47,33 +46,18 @@ class PlotResult:
     """(figure name, reason) for each figure that could not be drawn."""
 
 
-def _colours(names) -> dict:
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {n: cycle[i % len(cycle)] for i, n in enumerate(sorted(set(names)))}
-
-
-def _title(fig: plt.Figure, title: str) -> None:
-    width = int(13 * fig.get_figwidth())
-    fig.suptitle("\n".join(textwrap.wrap(title, width)), fontsize=10, x=0.01, ha="left")
-
-
 def _bounds(frame: pd.DataFrame, value: str, lo: str, hi: str) -> np.ndarray:
     """Error-bar lengths below and above each value (0 where an interval is undefined)."""
     return np.nan_to_num(np.vstack([frame[value] - frame[lo], frame[hi] - frame[value]]).clip(min=0))
-
-
-def _save(fig: plt.Figure, path: Path) -> None:
-    fig.savefig(path, format="png", dpi=_DPI, bbox_inches="tight", facecolor="white")
-    plt.close(fig)
 
 
 def draw_accuracy_vs_followup(data: FigureData, path: Path) -> None:
     """Scatter of task accuracy (x) against follow-up rate (y), one point per assistant model ×
     dataset with both Wilson intervals as error bars; colour = model, marker = dataset."""
     frame = data.frame
-    colours = _colours(frame.assistant_model)
+    colours = colour_map(frame.assistant_model)
     markers = {d: _MARKERS[i % len(_MARKERS)] for i, d in enumerate(sorted(set(frame.dataset)))}
-    fig, ax = plt.subplots(figsize=_SIZE)
+    fig, ax = plt.subplots(figsize=SIZE)
     for i in range(len(frame)):
         row = frame.iloc[i:i + 1]
         r = row.iloc[0]
@@ -82,15 +66,15 @@ def draw_accuracy_vs_followup(data: FigureData, path: Path) -> None:
                     yerr=_bounds(row, "followup_rate", "followup_lo", "followup_hi"), fmt=markers[r.dataset],
                     color=colours[r.assistant_model], markersize=8, capsize=3, elinewidth=1.2,
                     label=f"{who} · {r.dataset} ({r.answers} answers, {r.scored} turns)")
-    ax.set_xlim(*_SHARE)
-    ax.set_ylim(*_SHARE)
+    ax.set_xlim(*SHARE)
+    ax.set_ylim(*SHARE)
     ax.set_xlabel("task accuracy (share of answers correct, 0–1)")
     ax.set_ylabel(_FOLLOWUP_AXIS)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="model · dataset (bars: Wilson 95%)",
               title_fontsize=7, frameon=False)
-    _title(fig, data.title)
-    _save(fig, path)
+    heading(fig, data.title)
+    save_png(fig, path)
 
 
 def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
@@ -100,12 +84,12 @@ def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
     datasets = sorted(set(frame.dataset))
     modes = sorted(set(frame.user_mode))
     styles = {m: s for m, s in zip(modes, ["-", "--", ":", "-."] * len(modes))}
-    colours = _colours(frame.user_model)
+    colours = colour_map(frame.user_model)
     lines = sorted(set(zip(frame.user_model, frame.user_mode)))
     temperatures = sorted(set(frame.temperature))
     step = 0.06 * min((b - a for a, b in zip(temperatures, temperatures[1:])), default=1.0)
     nudge = {line: step * (i - (len(lines) - 1) / 2) for i, line in enumerate(lines)}
-    fig, axes = plt.subplots(1, len(datasets), figsize=(_SIZE[0] * max(1, len(datasets)) * 0.75 + 1.5, _SIZE[1]),
+    fig, axes = plt.subplots(1, len(datasets), figsize=(SIZE[0] * max(1, len(datasets)) * 0.75 + 1.5, SIZE[1]),
                              sharey=True, squeeze=False)
     handles: dict[str, object] = {}
     for ax, dataset in zip(axes[0], datasets):
@@ -120,15 +104,15 @@ def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
             handles[label] = Line2D([], [], color=colours[model], linestyle=styles[mode], marker="o")
         ax.set_xticks(sorted(set(mine.temperature)))
         ax.set_xlabel("user sampling temperature")
-        ax.set_ylim(*_SHARE)
+        ax.set_ylim(*SHARE)
         ax.grid(alpha=0.3)
         if len(datasets) > 1:
             ax.set_title(f"{dataset} (n={int(mine.scored.sum())} scored turns)", fontsize=9)
     axes[0][0].set_ylabel(_FOLLOWUP_AXIS)
     axes[0][-1].legend(list(handles.values()), list(handles), fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                        frameon=False, title="user model (bars: Wilson 95%)", title_fontsize=7)
-    _title(fig, data.title)
-    _save(fig, path)
+    heading(fig, data.title)
+    save_png(fig, path)
 
 
 def _counts(ax: plt.Axes, at, tops, counts, groups: int) -> None:
@@ -144,9 +128,9 @@ def draw_perturbation_effects(data: FigureData, path: Path) -> None:
     frame = data.frame
     perturbations = sorted(set(frame.perturbation))
     models = sorted(set(frame.user_model))
-    colours = _colours(models)
+    colours = colour_map(models)
     width = 0.8 / (2 * len(models))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, _SIZE[1]))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, SIZE[1]))
     x = np.arange(len(perturbations))
     for j, model in enumerate(models):
         mine = frame[frame.user_model == model].set_index("perturbation").reindex(perturbations)
@@ -175,9 +159,9 @@ def draw_perturbation_effects(data: FigureData, path: Path) -> None:
                 Patch(facecolor="#666666", label="perturbed (after)")]
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, -0.08), ncol=min(6, len(handles)), fontsize=8,
                frameon=False, title="user model · bars: Wilson 95%", title_fontsize=7)
-    _title(fig, data.title)
+    heading(fig, data.title)
     fig.tight_layout(rect=(0, 0.02, 1, 0.95))
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def draw_failure_modes(data: FigureData, path: Path) -> None:
@@ -187,7 +171,7 @@ def draw_failure_modes(data: FigureData, path: Path) -> None:
     labels = list(taxonomy().labels)
     several = frame.user_mode.nunique() > 1
     ticks = [f"{r.user_model}{' · ' + r.user_mode if several else ''}\n(n={r.labelled})" for r in frame.itertuples()]
-    fig, ax = plt.subplots(figsize=(_SIZE[0], max(2.5, 1.2 + 0.55 * len(frame))))
+    fig, ax = plt.subplots(figsize=(SIZE[0], max(2.5, 1.2 + 0.55 * len(frame))))
     y = np.arange(len(frame))
     start = np.zeros(len(frame))
     for label in labels:
@@ -204,31 +188,15 @@ def draw_failure_modes(data: FigureData, path: Path) -> None:
     ax.set_xlabel("share of labelled unperturbed user turns (0–1)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="label (taxonomy order)",
               title_fontsize=7)
-    _title(fig, data.title)
-    _save(fig, path)
+    heading(fig, data.title)
+    save_png(fig, path)
 
 
-def draw_survival(data: FigureData, path: Path) -> None:
+def draw_survival_figure(data: FigureData, path: Path) -> None:
     """Kaplan–Meier step curves of the share of episodes still in role after k user turns, one per
-    user model, censoring marked with ticks."""
-    frame = data.frame
-    colours = _colours(frame.user_model)
-    fig, ax = plt.subplots(figsize=_SIZE)
-    for model, g in frame.groupby("user_model", sort=True):
-        ax.step(g.k, g.survival, where="post", linewidth=2, color=colours[model], label=f"{model} (n={int(g.episodes.iloc[0])})")
-        marks = g[(g.censored_at_k > 0) & (g.k > 0)]
-        ax.plot(marks.k, marks.survival, linestyle="none", marker="|", markersize=10, color=colours[model])
-    top = int(frame.k.max())
-    ax.set_xlim(-0.1, top + 0.2)
-    ax.set_xticks(range(top + 1))
-    ax.set_ylim(*_SHARE)
-    ax.set_xlabel("generated user turns k")
-    ax.set_ylabel("share of episodes still in role (0–1)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="user model (ticks: censored)",
-              title_fontsize=7)
-    _title(fig, data.title)
-    _save(fig, path)
+    user model, censoring marked with ticks (`testbed.analysis.survival_drawing`, which `graph` draws too)."""
+    curves = {model: g for model, g in data.frame.groupby("user_model", sort=True)}
+    draw_survival(curves, path, data.title, legend_title="user model (ticks: censored)")
 
 
 DRAWERS: dict[str, Callable[[FigureData, Path], None]] = {
@@ -236,7 +204,7 @@ DRAWERS: dict[str, Callable[[FigureData, Path], None]] = {
     "followup_vs_temperature": draw_followup_vs_temperature,
     "perturbation_effects": draw_perturbation_effects,
     "failure_modes": draw_failure_modes,
-    "survival": draw_survival,
+    "survival": draw_survival_figure,
 }
 """The drawing function of each figure, by name."""
 

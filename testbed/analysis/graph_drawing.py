@@ -1,5 +1,8 @@
 """Pictures of conversation graphs and drift survival (matplotlib, headless Agg backend).
 
+The survival curves are `testbed.analysis.survival_drawing.draw_survival`, shared with `testbed plot`
+and re-exported here for the overview (`testbed.analysis.run_graphs`).
+
 The episode picture is built for one question — *when did the simulated user leave its role?* —
 so time runs left to right, each role has its own row, drift turns are red/orange against a
 blue-green in-role family, and the onset is ringed, annotated and marked by a dashed line.
@@ -16,11 +19,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, Patch  # noqa: E402
 
 from testbed.analysis.graphs import START  # noqa: E402
+from testbed.analysis.survival_drawing import draw_survival  # noqa: E402, F401
 from testbed.judges.taxonomy import taxonomy  # noqa: E402
 
 DRIFT_COLOURS = {"echo_assistant": "#d62728", "meta_planning": "#ff7f0e"}
@@ -225,28 +228,4 @@ def draw_transitions(graph: nx.DiGraph, path_png: Path | str, title: str) -> Pat
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(title + "\n(edge width and % = share of transitions out of the source; ring = label repeats)", fontsize=10)
-    return _save(fig, path_png)
-
-
-def draw_survival(curves: dict[str, pd.DataFrame], path_png: Path | str, title: str) -> Path:
-    """Step plot of Kaplan–Meier in-role survival, one curve per group; censoring marked with ticks
-    so that a flat tail made of few episodes is not over-read."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    top = 1
-    for name, curve in curves.items():
-        n = int(curve.at_risk.iloc[0]) if len(curve) else 0
-        (line,) = ax.step(curve.k, curve.survival, where="post", linewidth=2, label=f"{name} (n={n})")
-        if "censored_at_k" in curve:
-            marks = curve[(curve.censored_at_k > 0) & (curve.k > 0)]
-            ax.plot(marks.k, marks.survival, linestyle="none", marker="|", markersize=10, color=line.get_color())
-        top = max(top, int(curve.k.max()) if len(curve) else 1)
-    ax.set_xlim(-0.1, top + 0.2)
-    ax.set_ylim(0, 1.08)
-    ax.set_xticks(range(top + 1))
-    ax.set_xlabel("generated user turns k")
-    ax.set_ylabel("share still in role")
-    ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=11, loc="left")
-    if curves:
-        ax.legend(fontsize=8, loc="lower left", title="ticks: censored", title_fontsize=8)
     return _save(fig, path_png)
