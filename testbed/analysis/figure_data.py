@@ -10,12 +10,12 @@ drawings plot and what `write_figures` saves as CSV beside each PNG.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
 from testbed.analysis.drift import run_drift, survival_curve
+from testbed.analysis.figure_registry import Figure, FigureInputs, FigureRegistry
 from testbed.analysis.frames import episodes_frame, normalise
 from testbed.analysis.perturbation import PAIR
 from testbed.analysis.stats import wilson_interval
@@ -24,20 +24,12 @@ from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.labels import JudgeIdentity, labels_frame
 
-__all__ = ["FIGURES", "PAIR", "FigureData", "answer_accuracy", "figure_data", "no_labels_reason", "finished_turns"]
+__all__ = ["FIGURES", "PAIR", "FigureData", "FigureInputs", "answer_accuracy", "figure_data", "no_labels_reason",
+           "finished_turns"]
 
-FIGURES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival")
-"""The figures in the order they are built, written and listed."""
-
-
-TITLES = {
-    "accuracy_vs_followup": "Task accuracy vs follow-up rate",
-    "followup_vs_temperature": "Follow-up rate vs user temperature",
-    "perturbation_effects": "Follow-up rate before → after perturbing the answer",
-    "failure_modes": "Labels of unperturbed user turns",
-    "survival": "In-role survival over user turns",
-}
-"""What each figure plots, the head of its title."""
+FIGURES = FigureRegistry()
+"""Every figure, declared below by `@FIGURES.figure(...)` on its builder, in the order they are built, written and listed."""
+_DRAWING = "testbed.analysis.figure_drawing"
 
 
 @dataclass(frozen=True)
@@ -54,9 +46,9 @@ class FigureData:
     """Why the figure cannot be drawn for this run and judge; None when it can."""
 
 
-def title_of(name: str, run_id: str, judge: JudgeIdentity | None) -> str:
+def title_of(figure: Figure, run_id: str, judge: JudgeIdentity | None) -> str:
     """The figure title: what is plotted — run — judge."""
-    return f"{TITLES[name]} — run {run_id} — judge {judge if judge is not None else 'none'}"
+    return f"{figure.title} — run {run_id} — judge {judge if judge is not None else 'none'}"
 
 
 def no_labels_reason(judge: JudgeIdentity | str | None, run_id: str) -> str:
@@ -130,7 +122,8 @@ Built = tuple[pd.DataFrame, str | None]
 """A figure's frame and its skip reason (None when it can be drawn)."""
 
 
-def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episodes: pd.DataFrame) -> Built:
+@FIGURES.figure("accuracy_vs_followup", "Task accuracy vs follow-up rate", draw=f"{_DRAWING}:draw_accuracy_vs_followup")
+def accuracy_vs_followup(inputs: FigureInputs) -> Built:
     """One point per (assistant_model, dataset): task accuracy against the follow-up rate of its
     unperturbed scored user turns.
 
@@ -140,7 +133,8 @@ def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episode
     turn written against that assistant, whoever the user model was. `self_play` and
     `user_models` in the frame say which applied.
     """
-    accuracy = answer_accuracy(store, run_id)
+    turns, episodes = inputs.turns, inputs.episodes
+    accuracy = answer_accuracy(inputs.store, inputs.run_id)
     base = turns[turns.perturbation == "none"]
     rows = []
     for row in accuracy.itertuples(index=False):
@@ -161,9 +155,11 @@ def accuracy_vs_followup(store: Store, run_id: str, turns: pd.DataFrame, episode
     return drawn.reset_index(drop=True), None
 
 
-def followup_vs_temperature(turns: pd.DataFrame, episodes: pd.DataFrame) -> Built:
+@FIGURES.figure("followup_vs_temperature", "Follow-up rate vs user temperature", draw=f"{_DRAWING}:draw_followup_vs_temperature")
+def followup_vs_temperature(inputs: FigureInputs) -> Built:
     """Follow-up rate of unperturbed scored user turns per dataset × user model × user mode ×
     user temperature (the sampling temperature of the simulated user, not the assistant)."""
+    turns, episodes = inputs.turns, inputs.episodes
     base = turns[turns.perturbation == "none"]
     temperatures = sorted(base.temperature.unique())
     if len(temperatures) < 2:
@@ -189,10 +185,13 @@ def _paired(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
     return frame[frame.perturbation != "none"].merge(base, on=PAIR, suffixes=("", "_base"))
 
 
-def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity) -> Built:
+@FIGURES.figure("perturbation_effects", "Follow-up rate before → after perturbing the answer",
+                draw=f"{_DRAWING}:draw_perturbation_effects")
+def perturbation_effects(inputs: FigureInputs) -> Built:
     """Per user model × perturbation, over pairs of episodes that saw the same answer unperturbed
     and perturbed (across user modes and temperatures): the share of user turns that changed, and
     the follow-up rate before and after on the pairs where both turns were scored."""
+    store, run_id, judge = inputs.store, inputs.run_id, inputs.judge
     perturbations = sorted(set(episodes_df(store, run_id, exact=True).perturbation) - {"none"})
     if not perturbations:
         return pd.DataFrame(), "the run has no perturbation other than none"
@@ -215,10 +214,12 @@ def perturbation_effects(store: Store, run_id: str, judge: JudgeIdentity) -> Bui
     return pd.DataFrame(rows), None
 
 
-def failure_modes(turns: pd.DataFrame) -> Built:
+@FIGURES.figure("failure_modes", "Labels of unperturbed user turns", draw=f"{_DRAWING}:draw_failure_modes")
+def failure_modes(inputs: FigureInputs) -> Built:
     """Share of each taxonomy label among the unperturbed user turns the judge gave an 8-way label,
     per user model × user mode; `labelled` is the denominator, `scored_without_label` counts the
     binary verdicts (follow-up yes/no, no label) left out of it."""
+    turns = inputs.turns
     base = turns[turns.perturbation == "none"]
     scored = base[base.judge_status == "scored"]
     if scored.empty:
@@ -241,13 +242,14 @@ def failure_modes(turns: pd.DataFrame) -> Built:
     return pd.DataFrame(rows), None
 
 
-def survival(store: Store, run_id: str, judge: JudgeIdentity) -> Built:
+@FIGURES.figure("survival", "In-role survival over user turns", draw=f"{_DRAWING}:draw_survival_figure")
+def survival(inputs: FigureInputs) -> Built:
     """Kaplan–Meier share of episodes still in role after k generated user turns, per user model.
 
     Drawn only when some episode has more than one generated user turn: with one turn per episode
     (the probe) there is no "later" to survive to, whatever the run's kind is called.
     """
-    onsets = run_drift(store, run_id, judge)
+    onsets = run_drift(inputs.store, inputs.run_id, inputs.judge)
     if onsets.empty or int(onsets.user_turns.max()) <= 1:
         return pd.DataFrame(), ("episodes have at most one generated user turn (probe episodes have one user turn): "
                                 "no survival over turns")
@@ -269,18 +271,11 @@ def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[
     labelled = judge is not None and not labels_frame(store, run_id, judge).empty
     if not labelled:
         reason = no_labels_reason(judge, run_id)
-        return [FigureData(name, pd.DataFrame(), title_of(name, run_id, judge), reason) for name in FIGURES]
-    turns = finished_turns(store, run_id, judge)
-    episodes = episodes_df(store, run_id, exact=True)
-    builders: dict[str, Callable[[], Built]] = {
-        "accuracy_vs_followup": lambda: accuracy_vs_followup(store, run_id, turns, episodes),
-        "followup_vs_temperature": lambda: followup_vs_temperature(turns, episodes),
-        "perturbation_effects": lambda: perturbation_effects(store, run_id, judge),
-        "failure_modes": lambda: failure_modes(turns),
-        "survival": lambda: survival(store, run_id, judge),
-    }
+        return [FigureData(f.name, pd.DataFrame(), title_of(f, run_id, judge), reason) for f in FIGURES]
+    inputs = FigureInputs(store, run_id, judge, finished_turns(store, run_id, judge), episodes_df(store, run_id, exact=True))
     out = []
-    for name in FIGURES:
-        frame, skipped = builders[name]()
-        out.append(FigureData(name, frame if skipped is None else frame.iloc[0:0], title_of(name, run_id, judge), skipped))
+    for figure in FIGURES:
+        frame, skipped = figure.build(inputs)
+        drawn = frame if skipped is None else frame.iloc[0:0]
+        out.append(FigureData(figure.name, drawn, title_of(figure, run_id, judge), skipped))
     return out

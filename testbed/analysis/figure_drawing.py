@@ -2,7 +2,8 @@
 
 Every rate axis is a share from 0 to 1 and every error bar or band is the Wilson 95 % interval
 the CSV holds (`testbed.analysis.figure_data`), so a figure never shows a number its CSV lacks.
-The shared look is `testbed.analysis.figure_style`.
+Each function here is named by its figure's entry (`@FIGURES.figure(..., draw=...)` in figure_data),
+which is how `draw` finds it; the shared look is `testbed.analysis.figure_style`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from testbed.analysis.figure_data import FigureData, figure_data  # noqa: E402
+from testbed.analysis.figure_data import FIGURES, FigureData, figure_data  # noqa: E402
 from testbed.analysis.figure_style import SHARE, SIZE, colour_map, heading, save_png  # noqa: E402
 from testbed.analysis.graph_drawing import label_colour  # noqa: E402
 from testbed.analysis.survival_drawing import draw_survival  # noqa: E402
@@ -30,7 +31,7 @@ from testbed.judges.taxonomy import taxonomy  # noqa: E402
 from testbed.store import Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity  # noqa: E402
 
-__all__ = ["DRAWERS", "PlotResult", "draw", "write_figures"]
+__all__ = ["PlotResult", "draw", "write_figures"]
 
 _MARKERS = "osD^vP*Xh<>"
 _FOLLOWUP_AXIS = "follow-up rate (share of scored user turns, 0–1)"
@@ -199,21 +200,11 @@ def draw_survival_figure(data: FigureData, path: Path) -> None:
     draw_survival(curves, path, data.title, legend_title="user model (ticks: censored)")
 
 
-DRAWERS: dict[str, Callable[[FigureData, Path], None]] = {
-    "accuracy_vs_followup": draw_accuracy_vs_followup,
-    "followup_vs_temperature": draw_followup_vs_temperature,
-    "perturbation_effects": draw_perturbation_effects,
-    "failure_modes": draw_failure_modes,
-    "survival": draw_survival_figure,
-}
-"""The drawing function of each figure, by name."""
-
-
 def draw(data: FigureData, path: Path) -> None:
     """Draw one figure that is not skipped as a PNG at `path` (written as PNG whatever its suffix)."""
     if data.skipped is not None:
         raise ValueError(f"figure {data.name} is skipped ({data.skipped}); there is nothing to draw")
-    DRAWERS[data.name](data, Path(path))
+    FIGURES.get(data.name).drawing()(data, Path(path))
 
 
 def _replace(final: Path, write: Callable[[Path], None]) -> None:

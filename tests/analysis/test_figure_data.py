@@ -82,7 +82,7 @@ def hand(store):
 
 def figures(store: Store, run_id: str = RUN, judge: JudgeIdentity | None = JUDGE) -> dict:
     out = figure_data(store, run_id, judge)
-    assert [f.name for f in out] == list(FIGURES)
+    assert [f.name for f in out] == list(FIGURES.names())
     return {f.name: f for f in out}
 
 

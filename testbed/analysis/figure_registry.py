@@ -1,0 +1,83 @@
+"""A `testbed plot` figure as one typed entry (name, title, how its numbers are built, how it is drawn), and their registry.
+
+Each figure is declared once, by a decorator on its builder in `testbed.analysis.figure_data`; the
+drawing is named by import path, so building the numbers never imports matplotlib. Whatever lists,
+titles, builds or draws the figures reads these entries, so adding a figure is its builder with
+one decorator and its drawing function, and no code branches on a figure's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from testbed.registry import Ref, UnknownName
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from testbed.store import Store
+    from testbed.store.labels import JudgeIdentity
+
+@dataclass(frozen=True)
+class FigureInputs:
+    """What every builder may read, loaded once per run: the run, the judge, its finished user turns and episodes."""
+
+    store: Store
+    run_id: str
+    judge: JudgeIdentity
+    turns: pd.DataFrame
+    """`testbed.analysis.figure_data.finished_turns`."""
+    episodes: pd.DataFrame
+    """Every episode of the run (`testbed.store.frames.episodes_df`)."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: `name` is the stem of its PNG and CSV, `title` the head of its title, `build` its numbers
+    (frame, skip reason) from the run's inputs, `draw` the function `(FigureData, path) -> None` that draws it."""
+
+    name: str
+    title: str
+    build: Callable[[FigureInputs], tuple[pd.DataFrame, str | None]]
+    draw: Ref
+
+    def drawing(self) -> Callable:
+        """The drawing function, imported on first use (it needs matplotlib)."""
+        return self.draw.load()
+
+
+class FigureRegistry:
+    """The figures in declaration order, which is the order they are built, written and listed."""
+
+    def __init__(self) -> None:
+        self._figures: dict[str, Figure] = {}
+
+    def figure(self, name: str, title: str, *, draw: str) -> Callable:
+        """Decorator declaring the decorated builder's figure; a name declared twice is an error."""
+
+        def declare(build: Callable) -> Callable:
+            if name in self._figures:
+                raise ValueError(f"figure {name!r} is already declared")
+            self._figures[name] = Figure(name, title, build, Ref(draw))
+            return build
+
+        return declare
+
+    def get(self, name: object) -> Figure:
+        """The figure named `name`, or UnknownName listing the figures."""
+        found = self._figures.get(name) if isinstance(name, str) else None
+        if found is None:
+            raise UnknownName("figure", name, self.names())
+        return found
+
+    def names(self) -> tuple[str, ...]:
+        """Every figure's name, in order."""
+        return tuple(self._figures)
+
+    def __iter__(self) -> Iterator[Figure]:
+        return iter(list(self._figures.values()))
+
+    def __len__(self) -> int:
+        return len(self._figures)

@@ -1,0 +1,70 @@
+"""`testbed plot`'s figures as typed entries: one declaration per figure gives its name, title, numbers and drawing."""
+
+from __future__ import annotations
+
+import inspect
+
+import pandas as pd
+import pytest
+
+from testbed.analysis import figure_data, figure_drawing
+from testbed.analysis.figure_registry import Figure, FigureRegistry
+from testbed.registry import UnknownName
+from testbed.store.labels import JudgeIdentity
+
+NAMES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival")
+
+
+def test_the_figures_in_their_order_each_drawn_by_a_function_of_figure_drawing():
+    assert figure_data.FIGURES.names() == NAMES
+    for figure in figure_data.FIGURES:
+        assert isinstance(figure, Figure) and figure.title
+        assert figure.build is getattr(figure_data, figure.name), "the entry is declared on its builder"
+        drawing = figure.drawing()
+        assert inspect.getmodule(drawing) is figure_drawing and list(inspect.signature(drawing).parameters) == ["data", "path"]
+
+
+def test_a_name_declared_twice_or_unknown_is_an_error():
+    figures = FigureRegistry()
+    figures.figure("one", "One", draw="testbed.analysis.figure_drawing:draw_failure_modes")(lambda inputs: (pd.DataFrame(), None))
+    with pytest.raises(ValueError, match="figure 'one' is already declared"):
+        figures.figure("one", "Again", draw="x:y")(lambda inputs: (pd.DataFrame(), None))
+    with pytest.raises(UnknownName, match="unknown figure 'two': use one of one"):
+        figures.get("two")
+
+
+def draw_note(data, path) -> None:
+    """A stand-in drawing: the frame's first value as text."""
+    path.write_bytes(str(data.frame.value.iloc[0]).encode())
+
+
+def test_adding_a_figure_is_one_entry(hand, tmp_path, monkeypatch):
+    figures = FigureRegistry()
+    seen = []
+
+    @figures.figure("note", "A note", draw=f"{__name__}:draw_note")
+    def note(inputs):
+        seen.append((inputs.run_id, inputs.judge, len(inputs.turns) > 0))
+        return pd.DataFrame({"value": [42]}), None
+
+    @figures.figure("never", "Never drawn", draw=f"{__name__}:draw_note")
+    def never(inputs):
+        return pd.DataFrame({"value": [0]}), "not for this run"
+
+    monkeypatch.setattr(figure_data, "FIGURES", figures)
+    monkeypatch.setattr(figure_drawing, "FIGURES", figures)
+    judge = JudgeIdentity("rules", "1")
+    result = figure_drawing.write_figures(hand, "probe-hand", judge, tmp_path / "out")
+    assert [p.name for p in result.written] == ["note.png"] and result.skipped == [("never", "not for this run")]
+    assert (tmp_path / "out" / "note.png").read_text() == "42" and (tmp_path / "out" / "note.csv").read_text() == "value\n42\n"
+    assert seen == [("probe-hand", judge, True)]
+    [data, _] = figure_data.figure_data(hand, "probe-hand", judge)
+    assert data.title == "A note — run probe-hand — judge rules@1"
+
+
+@pytest.fixture
+def hand(store):
+    from test_figure_data import build, plan
+
+    build(store, plan())
+    return store
