@@ -7,6 +7,7 @@ running the loop (testbed.frameworks), stripped from what is stored, and reporte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -49,6 +50,37 @@ class Limits:
     token_budget: int | None = None
     end_marker: str | None = None
     reply_to_last_user_turn: bool = True
+
+    def first_stop(self, transcript: Transcript, *, user_stopped: bool = False,
+                   final_output: Callable[[], TerminationReason | None] | None = None,
+                   assistant_done: bool = False) -> TerminationReason | None:
+        """The stop that applies first to the conversation so far, or None to go on.
+
+        This is the testbed's one stop order; the native loop and every framework's stop hook (an
+        AgentChat termination, a LangGraph edge, the CAMEL loop) ask it after each turn, so a
+        conversation ends for the same reason whichever framework runs it. In order:
+
+        1. USER_STOP when the user's last turn stopped (`user_stopped`: it carried the end marker,
+           or its framework's own stop), whether or not that turn was stored;
+        2. TOKEN_BUDGET once the episode's completion tokens reach the budget;
+        3. what `final_output` returns (e.g. information gathering's final answer); callers pass it
+           after an assistant turn, and it is asked only when the budget did not end the episode first;
+        4. MAX_TURNS once the last allowed user turn is answered, or as soon as it is written when it
+           gets no reply (`reply_to_last_user_turn` False);
+        5. ASSISTANT_DONE when the framework reports the assistant finished (`assistant_done`).
+
+        Which side spoke last is read from the transcript's last message.
+        """
+        if user_stopped:
+            return TerminationReason.USER_STOP
+        if over_budget(transcript, self):
+            return TerminationReason.TOKEN_BUDGET
+        if final_output is not None and (reason := final_output()):
+            return reason
+        answered = bool(transcript.messages) and transcript.messages[-1].role == "assistant"
+        if user_turn_count(transcript) >= self.max_user_turns and (answered or not self.reply_to_last_user_turn):
+            return TerminationReason.MAX_TURNS
+        return TerminationReason.ASSISTANT_DONE if assistant_done else None
 
 
 def strip_marker(message: Message, marker: str | None) -> tuple[Message, bool]:

@@ -5,11 +5,12 @@ Built the way AgentChat's documentation builds a two-agent team: each agent has 
 OpenAI does not know, the sampling as create arguments), the team is started with the opening user
 turn as its task, and it stops on AgentChat's own conditions: `TextMentionTermination` on the end
 marker (from the simulated user only), `MaxMessageTermination` on the turn limit and
-`TokenUsageTermination` on the token budget. What AgentChat does to the conversation, and the wire
-log shows: every agent keeps its own model context, in which its own turns are `assistant`
-messages and everyone else's (the opening task included, which the simulated user therefore sees
-as someone else's words) are `user` messages carrying the speaker's `name`; the seed is fixed for
-the episode (the native loop adds the turn index per user turn).
+`TokenUsageTermination` on the token budget; which stop it was is then decided by `Limits.first_stop`,
+the native loop's order. What AgentChat does to the conversation, and the wire log shows: every
+agent keeps its own model context, in which its own turns are `assistant` messages and everyone
+else's (the opening task included, which the simulated user therefore sees as someone else's words)
+are `user` messages carrying the speaker's `name`; the seed is fixed for the episode (the native
+loop adds the turn index per user turn).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
 from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
-from testbed.orchestrator import Limits, TerminationReason, over_budget, strip_marker, user_turn_count
+from testbed.orchestrator import Limits, TerminationReason, strip_marker, user_turn_count
 from testbed.transcript import Message, Transcript, Usage
 
 ASSISTANT, USER = "assistant", "simulated_user"
@@ -114,14 +115,9 @@ class AutoGenFramework:
 
     @staticmethod
     def _reason(transcript: Transcript, limits: Limits, stopped: bool, decided: list[TerminationReason]) -> TerminationReason:
-        """Which of the scenario's stops the team's termination was, checked in the native loop's order."""
-        if stopped:
-            return TerminationReason.USER_STOP
-        if decided:
-            return decided[0]
-        if over_budget(transcript, limits):
-            return TerminationReason.TOKEN_BUDGET
-        if user_turn_count(transcript) >= limits.max_user_turns:
-            return TerminationReason.MAX_TURNS
+        """Which of the scenario's stops the team's termination was: `Limits.first_stop`, the native loop's order,
+        with the final output `after_assistant` gave in the stream."""
+        if reason := limits.first_stop(transcript, user_stopped=stopped, final_output=lambda: decided[0] if decided else None):
+            return reason
         last: Message | None = transcript.messages[-1] if transcript.messages else None
         raise BackendError(f"autogen: the team stopped after {last.role if last else 'nothing'} without any of the scenario's stops")

@@ -26,8 +26,9 @@ What CAMEL does differently from the native loop:
   scenario's end marker, both stripped from what is stored (a turn that was only that is not stored),
   or when CAMEL reports the user agent terminated (the marker is stripped from an assistant's stored
   reply too, as native does). An assistant agent that CAMEL reports terminated with a message ends it
-  as ASSISTANT_DONE. CAMEL reports some failures as a terminated response with no message (and the
-  reason in `info`) instead of raising: those are BackendErrors.
+  as ASSISTANT_DONE, when none of the scenario's stops applies first: after each turn the loop asks
+  `Limits.first_stop`, the native loop's stop order. CAMEL reports some failures as a terminated
+  response with no message (and the reason in `info`) instead of raising: those are BackendErrors.
 - Requests. CAMEL sends the `model_config_dict` and nothing else (no tools, no response format). Its
   model backend strips `<think>...</think>` from the messages it sends and moves it out of replies
   into `reasoning_content`, so a reasoning model's stored turns lack it. The seed is the Side's seed at
@@ -52,8 +53,7 @@ import types
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
-from testbed.frameworks.pair import (Pair, Side, generated, opening, pair_of, stop_after_assistant,
-                                     stop_after_user)
+from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
@@ -221,19 +221,15 @@ class CamelFramework:
             turn = generated(transcript, "assistant", pair.assistant, reply.content, usage, finish_reason(response))
             turn, _ = strip_marker(turn, limits.end_marker)
             transcript.append(turn)
-            reason = stop_after_assistant(transcript, limits)
-            if reason is not TerminationReason.TOKEN_BUDGET and after_assistant is not None:
-                reason = after_assistant(turn, transcript) or reason
-            if reason or response.terminated:
-                return reason or TerminationReason.ASSISTANT_DONE
+            final = None if after_assistant is None else (lambda: after_assistant(turn, transcript))
+            if reason := limits.first_stop(transcript, final_output=final, assistant_done=response.terminated):
+                return reason
             response, message, usage = await step(roles.user_agent, reply, "user")
             turn = generated(transcript, "user", pair.user, message.content, usage, finish_reason(response))
             turn, marked = strip_marker(turn, limits.end_marker)
             turn, done = strip_marker(turn, TASK_DONE)
-            if marked or done or response.terminated:
-                if turn.content:
-                    transcript.append(turn)
-                return TerminationReason.USER_STOP
-            transcript.append(turn)
-            if reason := stop_after_user(transcript, limits):
+            stopped = marked or done or response.terminated
+            if turn.content or not stopped:
+                transcript.append(turn)
+            if reason := limits.first_stop(transcript, user_stopped=stopped):
                 return reason

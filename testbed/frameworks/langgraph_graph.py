@@ -5,7 +5,8 @@ The pair (testbed.frameworks.pair) becomes a `StateGraph` over `MessagesState` w
 with its own `ChatOpenAI` client on its side's server, model and sampling: "assistant" (the chat bot)
 and "user" (the simulated user). Edges: START -> assistant; assistant -> user or END; user ->
 assistant or END, the conditional edges applying the scenario's stops (the tutorial's
-`should_continue`). The graph is run once per episode with `ainvoke`, starting from the opening.
+`should_continue`), each deciding with `Limits.first_stop`. The graph is run once per episode with
+`ainvoke`, starting from the opening.
 
 What LangGraph does differently from the native loop:
 
@@ -34,8 +35,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
-from testbed.frameworks.pair import (Pair, Side, generated, opening, pair_of, stop_after_assistant,
-                                     stop_after_user)
+from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
@@ -91,16 +91,13 @@ def build_graph(pair: Pair, transcript: Transcript, limits: Limits, after_assist
         return {"messages": [HumanMessage(content=reply.content)]}
 
     def after_chat_bot(state: MessagesState) -> str:
-        reason = stop_after_assistant(transcript, limits)
-        if reason is not TerminationReason.TOKEN_BUDGET and after_assistant is not None:
-            reason = after_assistant(transcript.messages[-1], transcript) or reason
-        return _route(reason, "user", outcome)
+        final = None if after_assistant is None else (lambda: after_assistant(transcript.messages[-1], transcript))
+        return _route(limits.first_stop(transcript, final_output=final), "user", outcome)
 
     def after_simulated_user(state: MessagesState) -> str:
         said = state["messages"][-1].content
-        if limits.end_marker and limits.end_marker in said:
-            return _route(TerminationReason.USER_STOP, "assistant", outcome)
-        return _route(stop_after_user(transcript, limits), "assistant", outcome)
+        stopped = bool(limits.end_marker) and limits.end_marker in said
+        return _route(limits.first_stop(transcript, user_stopped=stopped), "assistant", outcome)
 
     builder = StateGraph(MessagesState)
     builder.add_node("assistant", chat_bot)

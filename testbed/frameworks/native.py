@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from testbed.frameworks.base import AfterAssistant
-from testbed.orchestrator import Limits, TerminationReason, over_budget, strip_marker, user_turn_count
+from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
 from testbed.transcript import Transcript
 
@@ -11,9 +11,8 @@ from testbed.transcript import Transcript
 class NativeFramework:
     """Alternates `respond` calls on one transcript; the end marker is stripped and becomes USER_STOP.
 
-    After an assistant turn: the token budget, then `after_assistant` (e.g. information gathering's
-    final output), then the user-turn limit. After a user turn: its end marker, then the budget,
-    then (when the last user turn gets no reply) the user-turn limit.
+    After every turn it asks `Limits.first_stop`, the testbed's one stop order, with `after_assistant`
+    (e.g. information gathering's final output) as the final-output check after an assistant turn.
     """
 
     name = "native"
@@ -27,20 +26,12 @@ class NativeFramework:
             if not user_next:
                 reply, _ = strip_marker(await assistant.respond(transcript), limits.end_marker)
                 transcript.append(reply)
-                if over_budget(transcript, limits):
-                    return TerminationReason.TOKEN_BUDGET
-                if after_assistant is not None and (reason := after_assistant(reply, transcript)):
+                final = None if after_assistant is None else (lambda: after_assistant(reply, transcript))
+                if reason := limits.first_stop(transcript, final_output=final):
                     return reason
-                if user_turn_count(transcript) >= limits.max_user_turns:
-                    return TerminationReason.MAX_TURNS
             turn, stopped = strip_marker(await user.respond(transcript), limits.end_marker)
-            if stopped:
-                if turn.content:
-                    transcript.append(turn)
-                return TerminationReason.USER_STOP
-            transcript.append(turn)
-            if over_budget(transcript, limits):
-                return TerminationReason.TOKEN_BUDGET
-            if not limits.reply_to_last_user_turn and user_turn_count(transcript) >= limits.max_user_turns:
-                return TerminationReason.MAX_TURNS
+            if turn.content or not stopped:
+                transcript.append(turn)
+            if reason := limits.first_stop(transcript, user_stopped=stopped):
+                return reason
             user_next = False

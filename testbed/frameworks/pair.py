@@ -4,7 +4,8 @@ An adapter builds the pair its framework's way (its agents, its model clients, i
 settings: the same models on the same servers, the same system prompts, the same sampling. What the
 framework then does with them (how it maps roles, what it adds to the prompt, when it stops) is what
 a comparison measures, so nothing here shapes a request. The stop rules are the scenario's; each
-adapter applies them with its framework's own mechanism and maps the outcome to a TerminationReason.
+adapter builds its framework's own stop mechanism, and the decision inside it is `Limits.first_stop`
+(testbed.orchestrator), the one stop order the native loop asks too.
 
 Frameworks send text as they hold it: the testbed's control-token neutralising (which the native
 participants apply to their views) is not applied inside a framework, and shows in the wire log.
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable
-from testbed.orchestrator import Limits, TerminationReason, over_budget, user_turn_count
 from testbed.participants import TurnSampling, agent_sampling
 from testbed.redaction import register_secret
 from testbed.transcript import Message, Transcript, Usage
@@ -110,20 +110,3 @@ def generated(transcript: Transcript, role: str, side: Side, content: str, usage
                 **sampling_extra}
     return Message(role, content, side.name, transcript.next_turn, sampling, usage, finish_reason)
 
-
-def stop_after_assistant(transcript: Transcript, limits: Limits) -> TerminationReason | None:
-    """The scenario's rule after an assistant turn: the token budget, then the user-turn limit."""
-    if over_budget(transcript, limits):
-        return TerminationReason.TOKEN_BUDGET
-    if user_turn_count(transcript) >= limits.max_user_turns:
-        return TerminationReason.MAX_TURNS
-    return None
-
-
-def stop_after_user(transcript: Transcript, limits: Limits) -> TerminationReason | None:
-    """The scenario's rule after a stored user turn: the token budget, then the limit when the last user turn gets no reply."""
-    if over_budget(transcript, limits):
-        return TerminationReason.TOKEN_BUDGET
-    if not limits.reply_to_last_user_turn and user_turn_count(transcript) >= limits.max_user_turns:
-        return TerminationReason.MAX_TURNS
-    return None
