@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -72,7 +73,6 @@ from frameworks import Sample, machine, mock_server, pin_client, sample_row, ser
 from rich.console import Console
 
 from testbed.backends.base import describe
-import testbed.runner as runner
 from testbed.runner import plan, run_scenario
 from testbed.scenarios.dialogue import opening_transcript
 from testbed.specs.loader import ResolvedScenario, load_scenario
@@ -164,31 +164,27 @@ async def testbed_batch(scenario: ResolvedScenario, store: Store, run_id: str, c
     """One `run_scenario` of the dialogue spec under a fresh run id: (its episodes, the whole run), each timed;
     turns counted from the store after.
 
-    The episodes are the run's `execute_units` call, timed by a wrapper put in its place for the call, so
-    the run's own code runs unchanged around it.
+    The episodes are the run's `execute_units` call, timed by the run's `timing` hook, which is entered just
+    around it, so the run's own code runs unchanged.
     """
     episodes = Sample()
-    real_units = runner.execute_units
 
-    async def timed_units(*args, **kwargs) -> None:
+    @contextlib.contextmanager
+    def timed_episodes():
         s0, c0, t0 = server_cpu_s(server_pid), time.process_time(), time.perf_counter()
         try:
-            await real_units(*args, **kwargs)
+            yield
         finally:
             episodes.wall_s, episodes.cpu_s = time.perf_counter() - t0, time.process_time() - c0
             episodes.server_cpu_s = server_cpu_s(server_pid) - s0
 
     async def run() -> tuple[int, str | None]:
-        summary = await run_scenario(scenario, store, run_id=run_id, console=console, show_progress=True)
+        summary = await run_scenario(scenario, store, run_id=run_id, console=console, show_progress=True, timing=timed_episodes)
         reasons = store.error_reasons(run_id)
         return 0, (f"{summary.errors} episode(s) errored, first: {reasons[0][0]}" if summary.errors and reasons else None)
 
     planned = sum(len(v) for _, v in plan(scenario))
-    runner.execute_units = timed_units
-    try:
-        whole = await timed([run()], planned * GENERATED, server_pid)
-    finally:
-        runner.execute_units = real_units
+    whole = await timed([run()], planned * GENERATED, server_pid)
     whole.turns = episodes.turns = sum(1 for e in store.episodes(run_id) for m in store.messages(run_id, e.episode_id)
                                        if m.role != "system" and m.speaker != "dataset")
     episodes.expected, episodes.errors = whole.expected, whole.errors

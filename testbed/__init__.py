@@ -8,6 +8,7 @@ The Python API, for notebooks and scripts (the `testbed` command is built on the
     testbed.judge(".testbed/store.sqlite", summary.run_id)          # the local classifier labels every user turn
     store = testbed.open_store(".testbed/store.sqlite", readonly=True)
     turns = testbed.turns_df(store, summary.run_id, judge="local")
+    table = testbed.compare("dialogue-gsm8k", ["native", "langgraph"], store=store.path).frame   # testbed compare
 
 Names are imported on first use, so `import testbed` stays cheap.
 """

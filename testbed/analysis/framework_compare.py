@@ -15,6 +15,7 @@ import pandas as pd
 from testbed.analysis.drift import drift_summary, run_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
+from testbed.specs.registries import FRAMEWORKS
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 
@@ -87,13 +88,20 @@ def paired_with_native(store: Store, native_run: str, other_run: str, native_jud
             "turns_differ_hi": hi, "followup_change": change}
 
 
+def baseline_of(frameworks) -> str | None:
+    """The framework among `frameworks` the others are paired with: the one whose entry is the baseline (native)."""
+    return next((f for f in frameworks if f in FRAMEWORKS and FRAMEWORKS.entry(f).baseline), None)
+
+
 def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None]) -> pd.DataFrame:
-    """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller."""
+    """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
+    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them."""
     rows = []
+    base = baseline_of(runs)
     for framework, run_id in runs.items():
         row = framework_row(store, framework, run_id, judges.get(framework))
-        if "native" in runs and framework != "native":
-            row.update(paired_with_native(store, runs["native"], run_id, judges.get("native"), judges.get(framework)))
+        if base is not None and framework != base:
+            row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -48,63 +48,52 @@ def compare(
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
     and print the frameworks side by side, paired with `native` on the same episodes."""
-    from testbed.backends.base import BackendError
-    from testbed.frameworks.base import FrameworkNotInstalled, supported_modes
-    from testbed.judges.runner import judge_run
+    from testbed.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
+    from testbed.frameworks.base import FrameworkNotInstalled
     from testbed.judges.specs import load_judge
-    from testbed.runner import preflight, run_scenario
-    from testbed.specs.loader import load_scenario
 
     if format not in COMPARE_FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(COMPARE_FORMATS)}")
     chosen = _frameworks(frameworks)
     out = console if format == "table" else err_console
     try:
-        scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
-        common = [m for m in scenario.spec.user_modes if all(m in supported_modes(n, [m]) for n in chosen)]
-        if user_modes is None and common and common != list(scenario.spec.user_modes):
-            left_out = [m for m in scenario.spec.user_modes if m not in common]
+        scenario, left_out = load_comparable(spec, chosen, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
+        if left_out:
             say(f"user mode(s) {', '.join(left_out)} left out: not every framework compared can run them "
-                f"(comparing {', '.join(common)}; pass --user-modes to choose)", to=out)
-            scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=common)
-        for name in chosen:
-            preflight(scenario, name)
+                f"(comparing {', '.join(scenario.spec.user_modes)}; pass --user-modes to choose)", to=out)
+        preflight_frameworks(scenario, chosen)
         labeller = load_judge(judge)
     except (SpecError, FileNotFoundError, FrameworkNotInstalled) as exc:
         fail(str(exc))
     db = open_store(store, create=True)
-    runs, identities, incomplete = {}, {}, []
-    for name in chosen:
-        try:
-            summary = run_async(run_scenario(scenario, db, console=out, show_progress=not quiet, framework=name, wire=True))
-            labelled = run_async(judge_run(db, summary.run_id, labeller, console=console, show_progress=False))
-        except (SpecError, StoreError) as exc:
-            fail(str(exc))
-        except BackendError as exc:
-            fail(f"{name}: {exc.reason}\nThe comparison stopped; " + KEPT.format(path=db.path))
-        except (KeyboardInterrupt, Terminated):
-            fail("stopped; " + KEPT.format(path=db.path), 130)
-        runs[name], identities[name] = summary.run_id, labelled.identity
-        if summary.status != "done":
-            incomplete.append(name)
-        say(f"{name}: run ", (summary.run_id, "bold"), f" {summary.done}/{summary.planned} episodes done, {summary.errors} errors; "
-            f"{labelled.scored} new user turns labelled by {labelled.identity}"
-            + (f"; tracebacks and the framework's own log in {summary.log}" if summary.log else ""), to=out)
-    _print_comparison(db, runs, identities, format, scenario.spec.name)
-    if incomplete:
+    try:
+        comparison = run_async(run_comparison(scenario, db, chosen, labeller, console=out, show_progress=not quiet,
+                                              on_run=lambda done: _say_run(done, out)))
+    except (SpecError, StoreError) as exc:
+        fail(str(exc))
+    except FrameworkFailed as exc:
+        fail(f"{exc.framework}: {exc.reason}\nThe comparison stopped; " + KEPT.format(path=db.path))
+    except (KeyboardInterrupt, Terminated):
+        fail("stopped; " + KEPT.format(path=db.path), 130)
+    _print_comparison(comparison, format)
+    if comparison.incomplete:
         raise typer.Exit(1)
 
 
-def _print_comparison(db, runs: dict[str, str], identities: dict, fmt: str, scenario: str) -> None:
-    from testbed.analysis.compare_render import comparison_tables, comparison_text
-    from testbed.analysis.framework_compare import compare_frameworks
-    from testbed.analysis.wire_shape import compare_requests
+def _say_run(done, out) -> None:
+    summary, labelled = done.summary, done.labelled
+    say(f"{done.framework}: run ", (summary.run_id, "bold"), f" {summary.done}/{summary.planned} episodes done, {summary.errors} errors; "
+        f"{labelled.scored} new user turns labelled by {labelled.identity}"
+        + (f"; tracebacks and the framework's own log in {summary.log}" if summary.log else ""), to=out)
 
-    frame = compare_frameworks(db, runs, identities)
-    episode, shapes = compare_requests(db, runs)
+
+def _print_comparison(comparison, fmt: str) -> None:
+    from testbed.analysis.compare_render import comparison_tables, comparison_text
+
+    frame, shapes, episode = comparison.frame, comparison.shapes, comparison.episode
     if fmt == "table":
-        who = ", ".join(sorted({str(i) for i in identities.values() if i is not None})) or "no judge"
-        for table in comparison_tables(frame, shapes, episode, f"{scenario}: frameworks compared (labels by {who})"):
+        who = ", ".join(sorted({str(i) for i in comparison.identities.values() if i is not None})) or "no judge"
+        for table in comparison_tables(frame, shapes, episode, f"{comparison.scenario}: frameworks compared (labels by {who})"):
             console.print(table)
     else:
         sys.stdout.write(comparison_text(frame, shapes, episode, fmt) + "\n")

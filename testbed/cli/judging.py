@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -147,34 +146,11 @@ def import_labels(
     store: StoreOpt = None,
 ) -> None:
     """Store human labels for a run's user turns, to compare judges against with `agree --b human:<annotator>`."""
-    from testbed.judges.taxonomy import taxonomy
-    from testbed.judges.turns import label_row
-    from testbed.judges.verdict import Verdict
-    from testbed.specs.files import MAX_LABEL_BYTES, read_text
-    from testbed.store.labels import HUMAN, HUMAN_VERSION, JudgeIdentity, write_labels
+    from testbed.judges.human_labels import LabelFileError, import_human_labels
 
     db = open_store(store)
     try:
-        run = db.run(run_id)["run_id"]
-    except StoreError as exc:
+        stored = import_human_labels(db, run_id, labels, annotator)
+    except (StoreError, SpecError, LabelFileError) as exc:
         fail(str(exc))
-    t, known = taxonomy(), {tuple(k) for k in db.turn_keys(run)}
-    try:
-        text = read_text(labels, what="label file", max_bytes=MAX_LABEL_BYTES)
-    except SpecError as exc:
-        fail(str(exc))
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            key = (str(row["episode_id"]), int(row["turn_index"]))
-            label = t.check(row["label"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            fail(f"{labels}:{number}: {exc}; each line needs episode_id, turn_index and a known label")
-        if key not in known:
-            fail(f"{labels}:{number}: run {run} has no user turn {key[0]}:{key[1]}")
-        rows.append(label_row(*key, Verdict(label, t.is_followup(label), "human")))
-    write_labels(db, run, JudgeIdentity(HUMAN, HUMAN_VERSION, annotator), rows)
-    console.print(f"stored {len(rows)} labels by {HUMAN}:{annotator} on run {run}")
+    console.print(f"stored {stored.count} labels by {stored.identity.judge}:{annotator} on run {stored.run_id}")

@@ -1,0 +1,154 @@
+"""One scenario under several frameworks: a run and a judging per framework, then the comparison.
+
+`testbed compare` is this module with options and printing around it; a notebook calls `compare`
+(or `await run_comparison(...)` inside a running event loop) and gets the same runs, labels and
+table. Runs are resumable: each framework's run id depends only on the scenario and the framework,
+so a second comparison finishes what the first left and labels only what is new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+
+from testbed.backends.base import BackendError
+from testbed.frameworks.base import supported_modes
+from testbed.judges.runner import JudgeSummary, judge_run
+from testbed.judges.specs import ResolvedJudge, load_judge
+from testbed.runner import RunSummary, preflight, run_scenario
+from testbed.specs.registries import FRAMEWORKS
+from testbed.specs.loader import ResolvedScenario, load_scenario
+from testbed.store import JudgeIdentity, Store
+
+class FrameworkFailed(BackendError):
+    """A framework's run, or the judging of it, failed for good: `framework` names which, `reason` is the backend's.
+
+    A BackendError still, so code that catches those keeps working; the runs finished before it are in the store.
+    """
+
+    def __init__(self, framework: str, error: BackendError):
+        super().__init__(error.reason, retryable=error.retryable)
+        self.framework = framework
+
+
+@dataclass(frozen=True)
+class FrameworkRun:
+    """One framework's part of a comparison: how its run ended and what the judge labelled in it."""
+
+    framework: str
+    summary: RunSummary
+    labelled: JudgeSummary
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """The frameworks side by side: one row per framework in `frame` (testbed.analysis.framework_compare),
+    and how each one's simulated user sent the same request (`shapes`, for `episode`; testbed.analysis.wire_shape)."""
+
+    scenario: str
+    runs: list[FrameworkRun]
+    frame: pd.DataFrame
+    episode: str | None
+    shapes: list[dict] = field(default_factory=list)
+
+    @property
+    def run_ids(self) -> dict[str, str]:
+        """Framework → its run id, in the order compared."""
+        return {r.framework: r.summary.run_id for r in self.runs}
+
+    @property
+    def identities(self) -> dict[str, JudgeIdentity | None]:
+        """Framework → the identity its labels are stored under."""
+        return {r.framework: r.labelled.identity for r in self.runs}
+
+    @property
+    def incomplete(self) -> list[str]:
+        """The frameworks whose run did not finish every planned episode."""
+        return [r.framework for r in self.runs if r.summary.status != "done"]
+
+
+def common_user_modes(scenario: ResolvedScenario, frameworks: Sequence[str]) -> list[str]:
+    """The scenario's user modes that every framework named can run, in the scenario's order."""
+    return [m for m in scenario.spec.user_modes if all(m in supported_modes(n, [m]) for n in frameworks)]
+
+
+def load_comparable(spec: str | Path, frameworks: Sequence[str], *, assistant: str | Path | None = None,
+                    user: str | Path | None = None, limit: int | None = None,
+                    user_modes: list[str] | None = None) -> tuple[ResolvedScenario, list[str]]:
+    """The scenario as every framework can run it, and the user modes left out for that.
+
+    Without `user_modes`, a mode some framework cannot run (the raw user, for every framework but
+    native) is dropped, so the comparison runs what all of them share; named `user_modes` are kept
+    as given (and a framework that cannot run one is refused by `preflight`). Nothing is dropped
+    when no mode is shared: preflight then says why.
+    """
+    scenario = load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=user_modes)
+    common = common_user_modes(scenario, frameworks)
+    if user_modes is not None or not common or common == list(scenario.spec.user_modes):
+        return scenario, []
+    left_out = [m for m in scenario.spec.user_modes if m not in common]
+    return load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=common), left_out
+
+
+def preflight_frameworks(scenario: ResolvedScenario, frameworks: Sequence[str]) -> None:
+    """Refuse, before any run starts, a framework that cannot run the scenario (testbed.runner.preflight)."""
+    for name in frameworks:
+        preflight(scenario, name)
+
+
+async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: Sequence[str] | None = None,
+                         judge: str | Path | ResolvedJudge = "local", *, console: Console | None = None,
+                         show_progress: bool = True,
+                         on_run: Callable[[FrameworkRun], None] | None = None) -> Comparison:
+    """Run (or resume) the scenario once per framework (default: every registered one), in order, with its wire log;
+    label each run with `judge`; return the comparison, paired with the baseline (native) on the same episodes when
+    it is among them.
+
+    `on_run` is called as each framework's run and judging end (the CLI prints its line there).
+    A BackendError stops the comparison as FrameworkFailed, naming the framework; what finished is kept.
+    """
+    frameworks = list(frameworks or FRAMEWORKS.names())
+    preflight_frameworks(scenario, frameworks)
+    labeller = judge if isinstance(judge, ResolvedJudge) else load_judge(judge)
+    done: list[FrameworkRun] = []
+    for name in frameworks:
+        try:
+            summary = await run_scenario(scenario, store, console=console, show_progress=show_progress, framework=name, wire=True)
+            labelled = await judge_run(store, summary.run_id, labeller, console=console, show_progress=False)
+        except BackendError as exc:
+            raise FrameworkFailed(name, exc) from exc
+        done.append(FrameworkRun(name, summary, labelled))
+        if on_run is not None:
+            on_run(done[-1])
+    return comparison_of(store, scenario.spec.name, done)
+
+
+def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun]) -> Comparison:
+    """The comparison of runs already made and labelled (one per framework)."""
+    from testbed.analysis.framework_compare import compare_frameworks
+    from testbed.analysis.wire_shape import compare_requests
+
+    run_ids = {r.framework: r.summary.run_id for r in runs}
+    frame = compare_frameworks(store, run_ids, {r.framework: r.labelled.identity for r in runs})
+    episode, shapes = compare_requests(store, run_ids)
+    return Comparison(scenario, runs, frame, episode, shapes)
+
+
+def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,
+            judge: str | Path | ResolvedJudge = "local", show_progress: bool = False) -> Comparison:
+    """`run_comparison` for a notebook or script: blocks until every framework has run and been labelled.
+
+    `scenario` is a loaded scenario, or what `load_scenario` takes (then the user modes not every
+    framework can run are left out, as `testbed compare` does); `store` is a Store or a path
+    (default `$TESTBED_STORE` or `.testbed/store.sqlite`).
+    """
+    frameworks = list(frameworks or FRAMEWORKS.names())
+    resolved = scenario if isinstance(scenario, ResolvedScenario) else load_comparable(scenario, frameworks)[0]
+    db = store if isinstance(store, Store) else Store(store)
+    return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress))
