@@ -22,6 +22,7 @@ from testbed.judges.learned.model import load_model
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.specs.errors import SpecError
+from testbed.specs.registries import JudgeKindEntry
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
@@ -103,3 +104,7 @@ def build(resolved: ResolvedJudge, backend: object = None) -> LearnedJudge:
     from testbed.specs.loader import named_path
 
     return LearnedJudge(resolved.spec.name, named_path(resolved.path, resolved.spec.model_file))
+
+
+JUDGE_KIND = JudgeKindEntry("learned", build, requires=("model_file",))
+"""The learned judge's entry in testbed.specs.registries.JUDGE_KINDS: a trained model file."""
