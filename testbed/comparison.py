@@ -25,6 +25,7 @@ from testbed.runner import RunSummary, preflight, run_scenario
 from testbed.specs.registries import FRAMEWORKS
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import JudgeIdentity, Store
+from testbed.store.labels import default_identity
 
 class FrameworkFailed(BackendError):
     """A framework's run, or the judging of it, failed for good: `framework` names which, `reason` is the backend's.
@@ -56,6 +57,8 @@ class Comparison:
     frame: pd.DataFrame
     episode: str | None
     shapes: list[dict] = field(default_factory=list)
+    labellers: dict[str, JudgeIdentity] = field(default_factory=dict)
+    """Framework → whose labels its row shows (`shown_identity`)."""
 
     @property
     def run_ids(self) -> dict[str, str]:
@@ -64,8 +67,8 @@ class Comparison:
 
     @property
     def identities(self) -> dict[str, JudgeIdentity | None]:
-        """Framework → the identity its labels are stored under."""
-        return {r.framework: r.labelled.identity for r in self.runs}
+        """Framework → the identity whose labels its row shows (the judge's version every other face shows)."""
+        return {r.framework: self.labellers.get(r.framework, r.labelled.identity) for r in self.runs}
 
     @property
     def incomplete(self) -> list[str]:
@@ -129,15 +132,22 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
     return comparison_of(store, scenario.spec.name, done)
 
 
+def shown_identity(store: Store, run: FrameworkRun) -> JudgeIdentity:
+    """Whose labels a framework's row shows: of the judge that labelled it, the version every other face shows
+    (testbed.store.labels.default_identity: the one written last when several versions labelled the run)."""
+    return default_identity(store, run.summary.run_id, run.labelled.identity.judge) or run.labelled.identity
+
+
 def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun]) -> Comparison:
     """The comparison of runs already made and labelled (one per framework)."""
     from testbed.analysis.framework_compare import compare_frameworks
     from testbed.analysis.wire_shape import compare_requests
 
     run_ids = {r.framework: r.summary.run_id for r in runs}
-    frame = compare_frameworks(store, run_ids, {r.framework: r.labelled.identity for r in runs})
+    labellers = {r.framework: shown_identity(store, r) for r in runs}
+    frame = compare_frameworks(store, run_ids, labellers)
     episode, shapes = compare_requests(store, run_ids)
-    return Comparison(scenario, runs, frame, episode, shapes)
+    return Comparison(scenario, runs, frame, episode, shapes, labellers)
 
 
 def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,

@@ -62,3 +62,25 @@ async def test_a_dead_server_stops_the_comparison_naming_the_framework(tmp_path)
         await run_comparison(scenario, store, ["native"], show_progress=False)
     assert stopped.value.framework == "native" and stopped.value.reason
     store.close()
+
+
+async def test_compare_shows_the_local_version_every_other_face_shows(tmp_path):
+    """Two local versions on one run: the resumed comparison's row is labelled by the one report and replay show."""
+    from dataclasses import replace
+
+    from testbed.judges.verdict import Verdict
+    from testbed.judges.turns import label_row
+    from testbed.store.labels import default_identity, write_labels
+
+    store = Store(tmp_path / "s.sqlite")
+    async with MockOpenAI(reply_words=6) as mock:
+        scenario, _ = load_comparable(dialogue(tmp_path, mock.base_url), ["native"])
+        first = await run_comparison(scenario, store, ["native"], show_progress=False)
+        run_id, current = first.run_ids["native"], first.identities["native"]
+        older = replace(current, version="local-0")
+        rows = [label_row(t.episode_id, t.turn_index, Verdict("genuine_followup", True, "again")) for t in store.turns(run_id)]
+        write_labels(store, run_id, older, rows)
+        again = await run_comparison(scenario, store, ["native"], show_progress=False)
+    assert default_identity(store, run_id) == older == again.identities["native"]
+    assert again.frame.loc[0, "followup_rate"] == 1.0, "the row counts the labels of the version it names"
+    store.close()
