@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from testbed.specs.sweep import load_sweep
     from testbed.store import Store
     from testbed.store.frames import episodes_df, labels_df, messages_df, turns_df
+    from testbed.store.labels import default_identity
     from testbed.sweep_runner import run_sweep
     from testbed.transcript import Message, Transcript
 
@@ -58,6 +59,7 @@ _API = {
     "messages_df": "testbed.store.frames:messages_df",
     "turns_df": "testbed.store.frames:turns_df",
     "labels_df": "testbed.store.frames:labels_df",
+    "default_identity": "testbed.store.labels:default_identity",
     "Transcript": "testbed.transcript:Transcript",
     "Message": "testbed.transcript:Message",
     "TerminationReason": "testbed.orchestrator:TerminationReason",
@@ -66,7 +68,7 @@ _API = {
 
 __all__ = [
     "Comparison", "Message", "RunGraphs", "RunSummary", "Store", "TerminationReason", "Transcript",
-    "compare", "draw_run_graphs", "episodes_df", "import_human_labels", "judge", "labels_df", "load_agent",
+    "compare", "default_identity", "draw_run_graphs", "episodes_df", "import_human_labels", "judge", "labels_df", "load_agent",
     "load_comparable", "load_scenario", "load_sweep", "messages_df", "open_store", "perturbation_effects",
     "report_frame", "run", "run_comparison", "run_scenario", "run_sweep", "turns_df",
 ]
