@@ -204,7 +204,7 @@ def draw(data: FigureData, path: Path) -> None:
     """Draw one figure that is not skipped as a PNG at `path` (written as PNG whatever its suffix)."""
     if data.skipped is not None:
         raise ValueError(f"figure {data.name} is skipped ({data.skipped}); there is nothing to draw")
-    FIGURES.get(data.name).drawing()(data, Path(path))
+    FIGURES.entry(data.name).drawing()(data, Path(path))
 
 
 def _replace(final: Path, write: Callable[[Path], None]) -> None:

@@ -8,11 +8,11 @@ one decorator and its drawing function, and no code branches on a figure's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from testbed.registry import Ref, UnknownName
+from testbed.registry import Ref, Registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,36 +48,19 @@ class Figure:
         return self.draw.load()
 
 
-class FigureRegistry:
+class FigureRegistry(Registry[Figure]):
     """The figures in declaration order, which is the order they are built, written and listed."""
 
     def __init__(self) -> None:
-        self._figures: dict[str, Figure] = {}
+        super().__init__("figure", Figure)
 
     def figure(self, name: str, title: str, *, draw: str) -> Callable:
         """Decorator declaring the decorated builder's figure; a name declared twice is an error."""
 
         def declare(build: Callable) -> Callable:
-            if name in self._figures:
+            if name in self:
                 raise ValueError(f"figure {name!r} is already declared")
-            self._figures[name] = Figure(name, title, build, Ref(draw))
+            self.add(Figure(name, title, build, Ref(draw)))
             return build
 
         return declare
-
-    def get(self, name: object) -> Figure:
-        """The figure named `name`, or UnknownName listing the figures."""
-        found = self._figures.get(name) if isinstance(name, str) else None
-        if found is None:
-            raise UnknownName("figure", name, self.names())
-        return found
-
-    def names(self) -> tuple[str, ...]:
-        """Every figure's name, in order."""
-        return tuple(self._figures)
-
-    def __iter__(self) -> Iterator[Figure]:
-        return iter(list(self._figures.values()))
-
-    def __len__(self) -> int:
-        return len(self._figures)
