@@ -9,7 +9,7 @@ and lets a new entry be added in one place (or by a test) without touching the c
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -159,9 +159,10 @@ class Registry(Generic[E]):
         """Every registered name, in registration order."""
         return tuple(self._entries)
 
-    def one_of(self) -> str:
-        """The names as pydantic lists a Literal's choices in its error (`'a', 'b' or 'c'`), so messages stay the same."""
-        quoted = [repr(n) for n in self._entries]
+    def one_of(self, names: Sequence[str] | None = None) -> str:
+        """The names (all, or those given) as pydantic lists a Literal's choices in its error (`'a', 'b' or 'c'`),
+        so messages stay the same."""
+        quoted = [repr(n) for n in (self._entries if names is None else names)]
         return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
     def __contains__(self, name: object) -> bool:

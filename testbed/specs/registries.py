@@ -139,9 +139,7 @@ def registered(registry: Registry, accepts: Callable[[Any], bool] | None = None)
     def check(value: object) -> object:
         names = [n for n in registry.names() if accepts is None or accepts(registry.entry(n))]
         if value not in names:
-            quoted = [repr(n) for n in names]
-            expected = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": registry.one_of(names)})
         return value
 
     return Annotated[str, BeforeValidator(check)]
