@@ -15,6 +15,7 @@ from rich.table import Table
 from testbed.backends.base import BackendError
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.specs.errors import SpecError
+from testbed.specs.registries import FRAMEWORKS
 from testbed.store.sqlite_store import StoreError
 from testbed.terminal_text import neutralised
 
@@ -37,7 +38,7 @@ def run(
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
     judge: Annotated[bool, typer.Option(help="label the user turns with the local classifier when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
-    framework: Annotated[str, typer.Option("--framework", help="who runs the turn loop: native | autogen | langgraph | camel")] = "native",
+    framework: Annotated[str, typer.Option("--framework", help=f"who runs the turn loop: {' | '.join(FRAMEWORKS.names())}")] = "native",
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes, replacing the scenario's (e.g. instructed)")] = None,
     wire: Annotated[Optional[bool], typer.Option("--wire/--no-wire", help="keep the wire log of every request (default: on for every framework but native)")] = None,
 ) -> None:

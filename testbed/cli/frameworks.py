@@ -12,14 +12,15 @@ from rich.table import Table
 from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, open_store, run_async, say, split_list
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
+from testbed.specs.registries import FRAMEWORKS
 from testbed.store.sqlite_store import StoreError
 
 COMPARE_FORMATS = ("table", "markdown", "csv", "json")
+EVERY_FRAMEWORK = ",".join(FRAMEWORKS.names())
+"""`--frameworks`' default: every registered framework, in registration order."""
 
 
 def _frameworks(names: str) -> list[str]:
-    from testbed.specs.registries import FRAMEWORKS
-
     chosen = [n.strip() for n in names.split(",") if n.strip()]
     if not chosen:
         fail("--frameworks is empty: name at least one, e.g. --frameworks native,autogen")
@@ -36,7 +37,7 @@ def _frameworks(names: str) -> list[str]:
 @app.command()
 def compare(
     spec: Annotated[str, typer.Argument(help="scenario spec: a YAML path or a built-in name (e.g. dialogue-gsm8k)")],
-    frameworks: Annotated[str, typer.Option("--frameworks", help="comma-separated: native,autogen,langgraph,camel")] = "native,autogen,langgraph,camel",
+    frameworks: Annotated[str, typer.Option("--frameworks", help=f"comma-separated: {EVERY_FRAMEWORK}")] = EVERY_FRAMEWORK,
     limit: Annotated[Optional[int], typer.Option(min=1, help="number of dataset items")] = None,
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes (default: those every framework compared can run)")] = None,
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
