@@ -156,3 +156,23 @@ def test_fail_and_say_show_marks(capsys):
     assert_neutralised(captured.out, marks=MARKS + BUILT_MARKS)
     assert_neutralised(captured.err, marks=MARKS + BUILT_MARKS)
     assert "styled␛]0;PWNED-TITLE" in captured.out and "tail␛]0;PWNED-TITLE" in captured.out
+
+
+def test_graph_lists_what_it_drew_with_marks_only(hostile, tmp_path):
+    db, run_id = hostile
+    out = invoke("graph", run_id, "--store", db, "--out", str(tmp_path / "g"))
+    assert out.exit_code == 0, out.output
+    assert "survival.png" in out.output and not FORBIDDEN & set(out.output)
+
+
+def test_import_labels_names_a_hostile_episode_and_label_as_marks(hostile, tmp_path):
+    db, run_id = hostile
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"episode_id": HOSTILE, "turn_index": 2, "label": "genuine_followup"}) + "\n")
+    out = invoke("import-labels", run_id, str(labels), "--annotator", "ann", "--store", db)
+    assert out.exit_code == 2, out.output
+    assert "has no user turn" in out.output
+    assert_neutralised(out.output)
+    labels.write_text(json.dumps({"episode_id": "e", "turn_index": 2, "label": HOSTILE}) + "\n")
+    out = invoke("import-labels", run_id, str(labels), "--annotator", "ann", "--store", db)
+    assert out.exit_code == 2 and not FORBIDDEN & set(out.output), out.output
