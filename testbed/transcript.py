@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 M = TypeVar("M")
 
 
@@ -27,6 +27,29 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool, as the model wrote it: `arguments` is the raw JSON text, parsed only when it runs."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_chat(self) -> dict[str, Any]:
+        """The OpenAI wire form of the call."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a `tool` message answers: the call's id and tool, who asked (`assistant` or `user`), whether it failed."""
+
+    call_id: str
+    name: str
+    requestor: str = "assistant"
+    error: bool = False
+
+
+@dataclass(frozen=True)
 class Message:
     """A message with its true role, who spoke it, and how it was made.
 
@@ -42,10 +65,24 @@ class Message:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     reused_from: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools this message calls (an assistant's, or in dual-control tasks a user's); its text may be empty."""
+    tool_result: ToolResult | None = None
+    """For a `tool` message: the call it answers."""
 
-    def as_chat(self) -> dict[str, str]:
-        """The OpenAI chat-format dict of this message, true role kept."""
-        return {"role": self.role, "content": self.content}
+    @property
+    def spoken(self) -> bool:
+        """Whether this is a turn of the conversation proper: a user or assistant message that calls no tool."""
+        return self.role in ("user", "assistant") and not self.tool_calls
+
+    def as_chat(self, content: str | None = None) -> dict[str, Any]:
+        """The OpenAI chat-format dict of this message, true role kept (`content` in place of its own when given)."""
+        text = self.content if content is None else content
+        if self.tool_calls:
+            return {"role": self.role, "content": text or None, "tool_calls": [c.as_chat() for c in self.tool_calls]}
+        if self.tool_result is not None:
+            return {"role": "tool", "tool_call_id": self.tool_result.call_id, "content": text}
+        return {"role": self.role, "content": text}
 
 
 @dataclass
@@ -99,8 +136,9 @@ class Transcript:
         return [m.as_chat() for m in self.messages]
 
     def dialogue(self) -> list[Message]:
-        """The messages without system prompts: what a simulated user is allowed to read."""
-        return [m for m in self.messages if m.role != "system"]
+        """The spoken messages (`Message.spoken`): what a simulated user is allowed to read of the conversation,
+        without system prompts, tool calls or tool results."""
+        return [m for m in self.messages if m.spoken]
 
     def usage(self) -> Usage:
         """Usage generated in this episode, shared generations excluded."""
@@ -111,8 +149,22 @@ class Transcript:
         return total
 
 
-def _role(message: Any) -> str:
-    return message.role if hasattr(message, "role") else message["role"]
+def _field(message: Any, name: str) -> Any:
+    return getattr(message, name) if hasattr(message, "role") else message[name]
+
+
+def _calls_tools(message: Any) -> bool:
+    if isinstance(message, Message):
+        return bool(message.tool_calls)
+    try:
+        value = _field(message, TOOL_CALLS_COLUMN)
+    except (KeyError, IndexError, AttributeError):
+        return False
+    return isinstance(value, str) and bool(value)
+
+
+TOOL_CALLS_COLUMN = "tool_calls_json"
+"""The store's column (and a stored row's key) holding a message's tool calls; NULL when it calls none."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +172,8 @@ class GeneratedTurnRule:
     """Which messages of an episode are generated user turns: the testbed's one definition of them.
 
     A generated user turn is a message of a `user_roles` role that comes after the episode's first
-    message of an `opening_roles` role (the first assistant answer). Judges label these turns and
+    message of an `opening_roles` role (the first assistant answer) and calls no tool: a user's tool
+    call (a dual-control task's phone) acts rather than speaks, and tool results are nobody's turn. Judges label these turns and
     every report counts them. What comes before the first answer (system prompts, the dataset's
     request, any scripted opening user turns) was written by the scenario, not by the simulated user,
     so it is never judged as the user's behaviour; a message of any other role neither counts nor opens.
@@ -140,10 +193,10 @@ class GeneratedTurnRule:
         out: list[M] = []
         opened = False
         for m in messages:
-            role = _role(m)
+            role = _field(m, "role")
             if role in self.opening_roles:
                 opened = True
-            elif role in self.user_roles and opened:
+            elif role in self.user_roles and opened and not _calls_tools(m):
                 out.append(m)
         return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from testbed.transcript import Usage
+from testbed.transcript import ToolCall, Usage
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Capabilities:
 class GenerateRequest:
     """One chat completion request in OpenAI wire terms."""
 
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     temperature: float = 0.0
     max_tokens: int = 256
     top_p: float = 1.0
@@ -30,6 +30,8 @@ class GenerateRequest:
     continue_final_message: bool = False
     """Continue the last message (its role kept) instead of opening a new assistant turn."""
     response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI tool schemas the model may call (sent with `tool_choice: auto`); None: a plain chat turn."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def sampling(self) -> dict[str, Any]:
@@ -48,6 +50,8 @@ class Completion:
     finish_reason: str | None
     usage: Usage
     attempts: int = 1
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model called (its text may then be empty)."""
 
 
 class BackendError(Exception):

@@ -141,6 +141,7 @@ class BackendPool:
             dtype=spec.server.dtype, port=port, extra_args=spec.server.extra_args,
             startup_timeout_s=spec.server.startup_timeout_s, tensor_parallel_size=spec.server.tensor_parallel_size,
             data_parallel_size=spec.server.data_parallel_size, gpu_memory_utilization=spec.server.gpu_memory_utilization,
+            tool_call_parser=spec.server.tool_call_parser,
         )
 
     def diagnosis(self, spec: AgentSpec, index: int = 0) -> Callable[[], str | None]:

@@ -72,6 +72,8 @@ class LiteLLMBackend:
             kwargs["seed"] = request.seed
         if request.response_format is not None:
             kwargs["response_format"] = request.response_format
+        if request.tools:
+            kwargs["tools"], kwargs["tool_choice"] = request.tools, "auto"
         kwargs.update(request.extra)
         async with self._semaphore:
             started = time.perf_counter()

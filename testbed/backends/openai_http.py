@@ -36,6 +36,16 @@ def key_rejected_reason(url: str, status: int, key_env: str | None) -> str:
     return f"{url} refused the API key (HTTP {status}): {where}"
 
 
+TOOLS_REFUSED = b"enable-auto-tool-choice"
+"""What vLLM's refusal of a request with tools says when the server was started without tool calling."""
+
+
+def tools_refused_reason(url: str) -> str:
+    """The stop message for a server that cannot call tools: the URL and the flags (or spec field) that fix it."""
+    return (f"{url} refuses tool calls (started without tool calling): start vLLM with --enable-auto-tool-choice "
+            "--tool-call-parser hermes (a managed server: set server.tool_call_parser in the agent spec)")
+
+
 def backoff_s(attempt: int, base_s: float, cap_s: float) -> float:
     """The wait before retry `attempt + 1`: capped exponential backoff with jitter (half to all of it)."""
     return min(cap_s, base_s * 2**attempt) * (0.5 + random.random() / 2)
@@ -182,6 +192,9 @@ class OpenAICompatibleBackend:
             payload["continue_final_message"] = True
         if request.response_format is not None:
             payload["response_format"] = request.response_format
+        if request.tools:
+            payload["tools"] = request.tools
+            payload["tool_choice"] = "auto"
         payload.update(request.extra)
         return payload
 
@@ -224,6 +237,8 @@ class OpenAICompatibleBackend:
                             self._stopped = self._key_rejected(url, resp.status).reason
                             raise BackendUnavailable(self._stopped)
                         if resp.status not in RETRYABLE_STATUS:
+                            if request.tools and TOOLS_REFUSED in raw:
+                                raise BackendUnavailable(tools_refused_reason(url))
                             raise BackendError(last_reason)
                         wait = retry_after_s(resp.headers.get("Retry-After"))
                         if wait > self.max_retry_after_s:

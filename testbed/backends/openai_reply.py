@@ -7,11 +7,12 @@ is not JSON are malformed replies, which the backend retries like a transient fa
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from testbed.backends.base import Completion
 from testbed.redaction import redact, redact_secrets_only
-from testbed.transcript import Usage
+from testbed.transcript import ToolCall, Usage
 
 
 class MalformedReply(ValueError):
@@ -53,7 +54,8 @@ def parse_completion(body: Any, latency_s: float, attempts: int) -> Completion:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise MalformedReply(f"choices[0].message is {_shape(message)}, not an object")
-    text = _text(message)
+    calls = _tool_calls(message)
+    text = "" if calls and message.get("content") is None else _text(message)
     finish = choice.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
         raise MalformedReply(f"finish_reason is {_shape(finish)}, not text")
@@ -65,7 +67,29 @@ def parse_completion(body: Any, latency_s: float, attempts: int) -> Completion:
         finish_reason=finish,
         usage=Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), latency_s),
         attempts=attempts,
+        tool_calls=calls,
     )
+
+
+def _tool_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
+    """The message's tool calls; a call the testbed cannot read is a malformed reply. Arguments stay raw text:
+    arguments that are not JSON are the model's mistake, answered by the environment as a tool error."""
+    raw = message.get("tool_calls")
+    if raw is None or raw == []:
+        return ()
+    if not isinstance(raw, list):
+        raise MalformedReply(f"the reply's `tool_calls` is {_shape(raw)}, not a list")
+    calls = []
+    for i, call in enumerate(raw):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise MalformedReply(f"tool_calls[{i}] has no function name")
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{i}"
+        calls.append(ToolCall(call_id, function["name"], redact_secrets_only(arguments)))
+    return tuple(calls)
 
 
 def error_excerpt(raw: bytes, limit: int = 300) -> str:

@@ -79,6 +79,7 @@ class VLLMServer:
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
     gpu_memory_utilization: float | None = None
+    tool_call_parser: str | None = None
     visible_devices: list[int | str] | None = None
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
@@ -117,6 +118,8 @@ class VLLMServer:
             cmd += ["--data-parallel-size", str(self.data_parallel_size)]
         if self.gpu_memory_utilization is not None:
             cmd += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.tool_call_parser is not None:
+            cmd += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
         if flavour == "cpu":
             cmd.append("--enforce-eager")
             if not any("chunked-prefill" in arg for arg in self.extra_args):

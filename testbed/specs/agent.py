@@ -54,6 +54,9 @@ class ServerSpec(Strict):
     data_parallel_size: int = 1
     """Engine copies inside one vLLM server (`--data-parallel-size`), balanced by vLLM behind one port.
     Each copy takes `tensor_parallel_size` GPUs. 1 (vLLM's default) emits no flag."""
+    tool_call_parser: str | None = None
+    """Lets the model call tools (`--enable-auto-tool-choice --tool-call-parser NAME`), which τ² tasks need: a parser
+    that fits the model's chat template (`hermes` for Qwen2.5). Unset: the server answers tool requests with an error."""
     gpu_memory_utilization: float | None = None
     """Share of each GPU's memory vLLM may take for weights and KV cache (`--gpu-memory-utilization`), in (0, 1].
     Lower it to share a GPU with another process; unset keeps vLLM's default."""
@@ -89,6 +92,7 @@ class ServerSpec(Strict):
             "--gpu-memory-utilization": "server.gpu_memory_utilization",
             "--device-memory-utilization": "server.gpu_memory_utilization",
             "--max-model-len": "server.max_model_len", "--dtype": "server.dtype", "--port": "server.port",
+            "--tool-call-parser": "server.tool_call_parser", "--enable-auto-tool-choice": "server.tool_call_parser",
         }
         for arg in value:
             flag = arg.split("=", 1)[0]

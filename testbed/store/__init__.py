@@ -8,6 +8,7 @@ gives a run as pandas frames for notebooks and reports.
 from testbed.store.records import (
     EpisodeKey,
     EpisodeOutcome,
+    EpisodeReward,
     EpisodeRecord,
     FailedAttempt,
     JudgeIdentity,
@@ -20,5 +21,5 @@ from testbed.store.records import (
 )
 from testbed.store.sqlite_store import Store, StoreError, default_store_path
 
-__all__ = ["EpisodeKey", "EpisodeOutcome", "EpisodeRecord", "FailedAttempt", "JudgeIdentity", "LabelRecord", "LabelRow",
+__all__ = ["EpisodeKey", "EpisodeOutcome", "EpisodeReward", "EpisodeRecord", "FailedAttempt", "JudgeIdentity", "LabelRecord", "LabelRow",
            "RunRecord", "SharedAnswer", "Store", "StoreError", "TurnRecord", "WireRecord", "default_store_path"]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from testbed.transcript import GENERATED_TURNS, GeneratedTurnRule
+from testbed.transcript import GENERATED_TURNS, TOOL_CALLS_COLUMN, GeneratedTurnRule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,11 +49,13 @@ def generated_turn_keys_sql(*, finished_only: bool, rule: GeneratedTurnRule = GE
     return f"""SELECT m.episode_id, m.turn_index FROM messages m {join}
     JOIN (SELECT episode_id, MIN(turn_index) AS first_answer FROM messages
           WHERE run_id=? AND {opening_role_sql("role", rule)} GROUP BY episode_id) a ON a.episode_id = m.episode_id
-    WHERE m.run_id=? {done} AND {user_role_sql("m.role", rule)} AND m.turn_index > a.first_answer
+    WHERE m.run_id=? {done} AND {user_role_sql("m.role", rule)} AND m.{TOOL_CALLS_COLUMN} IS NULL AND m.turn_index > a.first_answer
     ORDER BY m.episode_id, m.turn_index"""
 
 
 def generated_turn_mask(frame: pd.DataFrame, rule: GeneratedTurnRule = GENERATED_TURNS) -> pd.Series:
-    """Whether each row of a messages frame (episode_id, role, turn_index columns) is a generated user turn."""
+    """Whether each row of a messages frame (episode_id, role, turn_index columns; the tool-calls column where
+    it has one) is a generated user turn."""
     first_answer = frame.turn_index.where(frame.role.isin(rule.opening_roles)).groupby(frame.episode_id).transform("min")
-    return (frame.role.isin(rule.user_roles) & (frame.turn_index > first_answer)).astype(bool)
+    speaks = frame[TOOL_CALLS_COLUMN].isna() if TOOL_CALLS_COLUMN in frame else True
+    return (frame.role.isin(rule.user_roles) & speaks & (frame.turn_index > first_answer)).astype(bool)

@@ -18,7 +18,8 @@ from typing import Any
 
 from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
-from testbed.store.records import EpisodeKey, EpisodeRecord, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
+from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
+from testbed.store.tool_messages import tool_fields
 from testbed.transcript import Message, Usage, generated_user_turns
 
 EPISODE_STATUSES = ("done", "error")
@@ -46,7 +47,7 @@ def message_from_row(row: sqlite3.Row | dict) -> Message:
         role=row["role"], content=row["content"], speaker=row["speaker"], turn_index=row["turn_index"],
         sampling=json.loads(row["sampling_json"]) if row["sampling_json"] else None,
         usage=Usage(row["prompt_tokens"], row["completion_tokens"], row["latency_s"]),
-        finish_reason=row["finish_reason"], reused_from=row["reused_from"],
+        finish_reason=row["finish_reason"], reused_from=row["reused_from"], **tool_fields(row),
     )
 
 
@@ -201,6 +202,11 @@ class StoreReader:
             (run_id, limit),
         )
         return [(r[0], r[1]) for r in rows]
+
+    def rewards(self, run_id: str) -> dict[str, EpisodeReward]:
+        """The evaluator's reward of every episode that has one (τ² tasks), by episode id."""
+        rows = self.conn.execute("SELECT * FROM episode_rewards WHERE run_id=?", (run_id,)) if self.has_table("episode_rewards") else []
+        return {r["episode_id"]: EpisodeReward(r["reward"], json.loads(r["breakdown_json"]), json.loads(r["details_json"])) for r in rows}
 
     def messages(self, run_id: str, episode_id: str) -> list[Message]:
         """One episode's messages in turn order, as they were written."""

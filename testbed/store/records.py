@@ -46,6 +46,18 @@ class EpisodeKey:
 
 
 @dataclass(frozen=True)
+class EpisodeReward:
+    """A task's outcome as its benchmark's evaluator scored it (τ²: database, actions, information communicated)."""
+
+    reward: float
+    """The reward in [0, 1]; the product of the breakdown's parts under the task's reward basis."""
+    breakdown: dict[str, float]
+    """Each scored part's reward (e.g. DB, ACTION, COMMUNICATE)."""
+    details: dict[str, Any]
+    """What the evaluator checked: expected actions matched or not, information found or not."""
+
+
+@dataclass(frozen=True)
 class EpisodeOutcome:
     """A finished episode: its messages, or the reason it failed. Written in one transaction."""
 
@@ -65,6 +77,8 @@ class EpisodeOutcome:
     """Tokens and time generated in the episode."""
     wire: tuple["WireRecord", ...] = ()
     """Every request sent to a model in the episode, attributed to turns (empty when the run kept no wire log)."""
+    reward: EpisodeReward | None = None
+    """The task's outcome by its benchmark's evaluator (τ² tasks), stored beside the episode."""
 
 
 @dataclass(frozen=True)

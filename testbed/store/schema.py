@@ -2,9 +2,10 @@
 
 import re
 
-SCHEMA_VERSION = 4
-UPGRADABLE_FROM = (1, 2, 3)
-"""Older versions whose tables are a subset of this one: opening them adds the new tables."""
+SCHEMA_VERSION = 5
+UPGRADABLE_FROM = (1, 2, 3, 4)
+"""Older versions whose tables are a subset of this one: opening them adds the new tables, and `MESSAGES_V5`
+rebuilds their messages table (a CHECK constraint cannot be altered in place)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,7 +49,7 @@ CREATE TABLE IF NOT EXISTS messages (
     run_id TEXT NOT NULL,
     episode_id TEXT NOT NULL,
     turn_index INTEGER NOT NULL,
-    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
     speaker TEXT NOT NULL,
     content TEXT NOT NULL,
     sampling_json TEXT,
@@ -57,7 +58,18 @@ CREATE TABLE IF NOT EXISTS messages (
     latency_s REAL NOT NULL DEFAULT 0,
     finish_reason TEXT,
     reused_from TEXT,
+    tool_calls_json TEXT,
+    tool_result_json TEXT,
     PRIMARY KEY (run_id, episode_id, turn_index),
+    FOREIGN KEY (run_id, episode_id) REFERENCES episodes(run_id, episode_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS episode_rewards (
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    reward REAL NOT NULL,
+    breakdown_json TEXT NOT NULL,
+    details_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, episode_id),
     FOREIGN KEY (run_id, episode_id) REFERENCES episodes(run_id, episode_id) ON DELETE CASCADE
 );
 CREATE TABLE IF NOT EXISTS shared_answers (
@@ -147,3 +159,17 @@ CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_versio
 
 TABLES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL))
 """Every table of the schema: a writable store missing one (an early build of this version) gets it on open."""
+
+MESSAGES_V5 = """
+ALTER TABLE messages RENAME TO messages_before_v5;
+{create}
+INSERT INTO messages SELECT *, NULL, NULL FROM messages_before_v5;
+DROP TABLE messages_before_v5;
+"""
+"""Rebuilds a version 1-4 messages table as version 5's (the `tool` role, tool calls and results), rows kept."""
+
+
+def messages_upgrade() -> str:
+    """The script that brings an older messages table to version 5."""
+    create = re.search(r"CREATE TABLE IF NOT EXISTS messages \(.*?\n\);", DDL, re.S).group(0)
+    return MESSAGES_V5.format(create=create)

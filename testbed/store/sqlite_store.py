@@ -31,8 +31,9 @@ from testbed.store import lease
 from testbed.store.problems import damaged, read_only_message, store_problem, writable
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
-from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM
+from testbed.store.schema import DDL, SCHEMA_VERSION, TABLES, UPGRADABLE_FROM, messages_upgrade
 from testbed.store.text import storable
+from testbed.store.tool_messages import tool_columns
 from testbed.store.wal_snapshot import holds_commits, snapshot, wal_of
 from testbed.transcript import Message
 
@@ -121,9 +122,16 @@ class Store(StoreReader):
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if version != SCHEMA_VERSION or not TABLES <= tables:
             with self.conn:
+                if "messages" in tables and not self._has_column("messages", "tool_calls_json"):
+                    self.conn.execute("PRAGMA foreign_keys=OFF")
+                    self.conn.executescript("BEGIN;" + messages_upgrade() + "COMMIT;")
+                    self.conn.execute("PRAGMA foreign_keys=ON")
                 self.conn.executescript(DDL)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         self.schema_version = SCHEMA_VERSION
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(r[1] == column for r in self.conn.execute(f"PRAGMA table_info({table})"))
 
     def acquire_lease(self, run_id: str, work: str | None = None) -> None:
         """Become the run's one writer (or the one holder of another key, `work` saying what for), or raise
@@ -255,6 +263,7 @@ class Store(StoreReader):
             self._keep_failed_attempt(run_id, k.episode_id)
             self.conn.execute("DELETE FROM messages WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
             self.conn.execute("DELETE FROM wire_requests WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
+            self.conn.execute("DELETE FROM episode_rewards WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
             self.conn.execute("DELETE FROM episodes WHERE run_id=? AND episode_id=?", (run_id, k.episode_id))
         self.conn.execute(
             "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -264,9 +273,13 @@ class Store(StoreReader):
              u.prompt_tokens, u.completion_tokens, u.latency_s, now()),
         )
         self.conn.executemany(
-            "INSERT INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(run_id, k.episode_id, *_message_row(m)) for m in outcome.messages],
         )
+        if outcome.reward is not None:
+            r = outcome.reward
+            self.conn.execute("INSERT INTO episode_rewards VALUES (?,?,?,?,?)",
+                              (run_id, k.episode_id, r.reward, json.dumps(r.breakdown), json.dumps(r.details, default=str)))
         if outcome.wire:
             self.conn.executemany(
                 "INSERT INTO wire_requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -317,7 +330,7 @@ def _wire_row(w: WireRecord) -> tuple:
 
 def _message_row(m: Message) -> tuple:
     return (m.turn_index, m.role, storable(m.speaker), storable(m.content), _sampling_json(m.sampling) if m.sampling else None,
-            m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason, m.reused_from)
+            m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.latency_s, m.finish_reason, m.reused_from, *tool_columns(m))
 
 
 __all__ = ["Store", "StoreError", "default_store_path", "message_from_row", "now"]

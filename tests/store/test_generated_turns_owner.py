@@ -11,7 +11,7 @@ from testbed.store import EpisodeKey, EpisodeOutcome, Store
 from testbed.store.browse import generated_turn_indices
 from testbed.store.frames import episode_ends_df, messages_df
 from testbed.store.generated_turns import generated_turn_keys_sql, generated_turn_mask, role_in
-from testbed.transcript import GeneratedTurnRule, Message, generated_user_turns
+from testbed.transcript import GENERATED_TURNS, GeneratedTurnRule, Message, generated_user_turns
 
 RUN = "dialogue-owner-00000000"
 NAMES = {"s": "system", "u": "user", "a": "assistant"}
@@ -111,8 +111,8 @@ def test_every_form_follows_a_rule_taught_a_new_role():
     assert expected == {"e1": [3, 5], "e3": [2]}, "a tool message opens the generated part under this rule"
 
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER)")
-    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?)", rows)
+    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER, tool_calls_json TEXT)")
+    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, NULL)", rows)
     assert grouped(conn.execute(generated_turn_keys_sql(finished_only=False, rule=rule), ("r", "r"))) == expected
 
     frame = pd.DataFrame(rows, columns=["episode_id", "run_id", "role", "turn_index"])
@@ -125,3 +125,17 @@ def test_roles_are_spelled_into_sql_only_as_plain_names():
     for bad in ((), ("user'; DROP TABLE messages; --",), ("User",)):
         with pytest.raises(ValueError):
             role_in("role", bad)
+
+
+def test_a_user_message_that_calls_a_tool_is_no_generated_turn_in_any_form():
+    calls = '[{"id": "c1", "name": "check_status_bar", "arguments": "{}"}]'
+    rows = [("e1", "r", "assistant", 0, None), ("e1", "r", "user", 1, calls), ("e1", "r", "tool", 2, None),
+            ("e1", "r", "user", 3, None)]
+    as_dicts = [{"role": r, "turn_index": i, "tool_calls_json": c} for _, _, r, i, c in rows]
+    assert [m["turn_index"] for m in GENERATED_TURNS.select(as_dicts)] == [3]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER, tool_calls_json TEXT)")
+    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?)", rows)
+    assert grouped(conn.execute(generated_turn_keys_sql(finished_only=False), ("r", "r"))) == {"e1": [3]}
+    frame = pd.DataFrame(rows, columns=["episode_id", "run_id", "role", "turn_index", "tool_calls_json"])
+    assert list(frame[generated_turn_mask(frame)].turn_index) == [3]

@@ -11,11 +11,11 @@ import pytest
 
 from testbed.judges.turns import label_row, user_turns
 from testbed.judges.verdict import Verdict
-from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer, Store, records
+from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward, SharedAnswer, Store, records
 from testbed.store.labels import JudgeIdentity, latest_labels, write_labels
 from testbed.store.records import FailedAttempt, LabelRow, RunRecord, TurnRecord
 from testbed.store.sqlite_store import StoreError
-from testbed.transcript import Message, Usage, generated_user_turns
+from testbed.transcript import Message, ToolCall, ToolResult, Usage, generated_user_turns
 
 WHO = JudgeIdentity("local", "v1")
 
@@ -161,3 +161,35 @@ def test_every_field_of_a_store_record_has_a_docstring():
                 if not (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
                     missing.append(f"{cls.name}.{node.target.id}")
     assert missing == []
+
+
+def test_a_version_4_store_gains_tool_messages_and_rewards_with_its_messages_kept(tmp_path):
+    path = tmp_path / "v4.sqlite"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""DROP TABLE messages; DROP TABLE episode_rewards;
+            CREATE TABLE messages (run_id TEXT NOT NULL, episode_id TEXT NOT NULL, turn_index INTEGER NOT NULL,
+              role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')), speaker TEXT NOT NULL, content TEXT NOT NULL,
+              sampling_json TEXT, prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+              latency_s REAL NOT NULL DEFAULT 0, finish_reason TEXT, reused_from TEXT, PRIMARY KEY (run_id, episode_id, turn_index));
+            UPDATE meta SET value='4' WHERE key='schema_version';""")
+        conn.execute("INSERT INTO runs VALUES ('old', 's', 'dialogue', '{}', 'f', '{}', NULL, 'now', NULL, 'done', 1)")
+        conn.execute("INSERT INTO episodes (run_id, episode_id, item_id, dataset, assistant_agent, assistant_model, user_agent, "
+                     "user_model, user_mode, temperature, sample_index, perturbation, status, finished_at) "
+                     "VALUES ('old', 'e', 'i', 'd', 'a', 'm', 'u', 'm', 'instructed', 0.7, 0, 'none', 'done', 'now')")
+        conn.execute("INSERT INTO messages (run_id, episode_id, turn_index, role, speaker, content) VALUES ('old', 'e', 0, 'user', 'u', 'hi')")
+    store = Store(path)
+    assert [m.content for m in store.messages("old", "e")] == ["hi"]
+    begin(store)
+    call = ToolCall("c1", "get_user", '{"id": 3}')
+    messages = [Message("assistant", "Hi!", "a", 0), Message("user", "Book it.", "u", 1),
+                Message("assistant", "", "a", 2, tool_calls=(call,)),
+                Message("tool", '{"name": "Ann"}', "environment", 3, tool_result=ToolResult("c1", "get_user", "assistant", False)),
+                Message("assistant", "Done.", "a", 4)]
+    reward = EpisodeReward(1.0, {"DB": 1.0}, {"actions": [True]})
+    store.write_episode("run-1", EpisodeOutcome(key("t"), messages, "done", "user_stop", reward=reward))
+    store.commit()
+    assert store.messages("run-1", "t") == messages
+    assert store.rewards("run-1") == {"t": reward}
+    assert [t.turn_index for t in store.turns("run-1")] == [1]
+    store.close()
