@@ -27,6 +27,14 @@ class TerminationReason(StrEnum):
     """The assistant gave its final output (information gathering: it answered without asking)."""
     ERROR = "error"
     """A generation failed for good; the episode is stored as an error with its reason."""
+    TRANSFER = "transfer"
+    """τ² tasks: the simulated user said it was transferred to a human agent (its transfer signal)."""
+    AGENT_STOP = "agent_stop"
+    """τ² tasks: the assistant ended the conversation (its stop signal)."""
+    MAX_STEPS = "max_steps"
+    """τ² tasks: the episode reached its step limit (messages of every kind, tool calls and results included)."""
+    TOO_MANY_ERRORS = "too_many_errors"
+    """τ² tasks: tool calls failed more often than the task's error limit allows."""
 
 
 USER_STOP = TerminationReason.USER_STOP
