@@ -35,6 +35,18 @@ def top_shares(row: pd.Series, prefix: str, k: int = 3) -> str:
     return ", ".join(f"{name} {share:.0%}" for name, share in best) or "n/a"
 
 
+def _series(row: pd.Series, prefix: str) -> str:
+    """The `<prefix>1`, `<prefix>2`, … values of a report row in order, as far as they go (pass^k by k)."""
+    values = sorted((int(c.removeprefix(prefix)), row[c]) for c in row.index if c.startswith(prefix) and row[c] == row[c])
+    return " ".join(f"{v:.2f}" for _, v in values) or "n/a"
+
+
+def _parts(row: pd.Series, prefix: str) -> str:
+    """Every `<prefix><name>` mean of a report row, zeros included, e.g. `DB 0.50, COMMUNICATE 1.00`."""
+    parts = [f"{c.removeprefix(prefix)} {row[c]:.2f}" for c in row.index if c.startswith(prefix) and row[c] == row[c]]
+    return ", ".join(parts) or "n/a"
+
+
 def _conditions(r: pd.Series) -> list[str]:
     return [r.assistant_model, r.user_model, r.dataset, r.user_mode, f"{r.temperature:g}", r.get("perturbation", "none")]
 
@@ -49,6 +61,14 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("user = question (95% CI)", "identical_to_question", lambda r: _rate(r.identical_to_question, r.identical_lo, r.identical_hi)),
     ("user turns/ep.", "user_turns_per_episode", lambda r: _num(r.user_turns_per_episode)),
     ("ended by", "user_turns_per_episode", lambda r: top_shares(r, "end_")),
+    ("reward (95% CI)", "reward", lambda r: _rate(r.reward, r.reward_lo, r.reward_hi)),
+    ("tasks", "tasks", lambda r: str(r.tasks)),
+    ("pass^k (k=1,2,…)", "pass_hat_1", lambda r: _series(r, "pass_hat_")),
+    ("reward parts", "breakdown_", lambda r: _parts(r, "breakdown_")),
+    ("tool calls/ep.", "tool_calls_per_episode", lambda r: _num(r.tool_calls_per_episode, "{:.2f}")),
+    ("tool errors/ep.", "tool_errors_per_episode", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
+    ("user tool calls/ep.", "user_tool_calls_per_episode", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
+    ("user tool errors/ep.", "user_tool_errors_per_episode", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
     ("follow-up (95% CI)", "followup_rate", lambda r: _rate(r.followup_rate, r.followup_lo, r.followup_hi)),
     ("corrected (95% CI)", "followup_corrected", lambda r: _rate(r.followup_corrected, r.corrected_lo, r.corrected_hi)),
     ("unscored", "followup_rate", lambda r: str(r.unscored)),
@@ -63,16 +83,22 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("premature (95% CI)", "premature", lambda r: _rate(r.premature, r.premature_lo, r.premature_hi)),
     ("leak rate (95% CI)", "leak_rate", lambda r: _rate(r.leak_rate, r.leak_rate_lo, r.leak_rate_hi)),
 ]
-"""Display columns: header, the report column that must exist for it, and how to show a row."""
+"""Display columns: header, the report column that must exist for it (a name ending in `_`: some column with
+that prefix), and how to show a row."""
 
 
 ONLY_WHEN_NONZERO = ("empty_user_turns",)
 """Columns shown only when some row has a non-zero value (they stay in CSV and JSON either way)."""
 
 
+def _has(report: pd.DataFrame, column: str) -> bool:
+    return any(c.startswith(column) for c in report.columns) if column.endswith("_") else column in report.columns
+
+
 def display_rows(report: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The human-readable columns this report has: rates with 95 % Wilson intervals, n/a where nothing was scored."""
-    shown = [(h, f) for h, col, f in COLUMNS if col in report.columns and not (col in ONLY_WHEN_NONZERO and not report[col].any())]
+    """The human-readable columns this report has: rates with 95 % Wilson intervals (a τ² reward that is not all
+    0 or 1: a bootstrap one), n/a where nothing was scored."""
+    shown = [(h, f) for h, col, f in COLUMNS if _has(report, col) and not (col in ONLY_WHEN_NONZERO and not report[col].any())]
     header = ["assistant", "user", "dataset", "mode", "T", "perturbation", *(h for h, _ in shown)]
     rows = [_conditions(r) + [f(r) for _, f in shown] for _, r in report.iterrows()]
     return header, rows
@@ -100,6 +126,8 @@ def split_constant(header: list[str], rows: list[list[str]]) -> tuple[list[str],
 TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty turns", "user = question (95% CI)",
                   "user turns/ep.", "ended by")),
+    ("τ² tasks", ("reward (95% CI)", "tasks", "pass^k (k=1,2,…)", "reward parts")),
+    ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
     ("judge labels", ("follow-up (95% CI)", "corrected (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
     ("information gathering", ("facts recovered (95% CI)", "in final output", "questions/fact", "premature (95% CI)",
@@ -107,7 +135,8 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
 ]
 """Column groups: each becomes its own table, so a terminal of ordinary width can show them."""
 
-RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unscored", "user turns/ep.", "median onset", "questions/fact")
+RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unscored", "user turns/ep.", "median onset",
+         "questions/fact", "tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")
 
 
 def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:

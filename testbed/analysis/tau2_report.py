@@ -1,0 +1,91 @@
+"""The τ² report: per domain × assistant × user × user mode × temperature, the tasks' rewards and pass^k,
+how episodes ended, tool use, the reward's parts, and the conversation report's user-turn and label columns."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from testbed.analysis.conversation_report import GROUP, conversation_report
+from testbed.analysis.tau2_metrics import ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts
+from testbed.specs.registries import ReportEntry
+from testbed.store import Store
+from testbed.store.frames import episodes_df
+from testbed.store.labels import JudgeIdentity
+
+REWARD_COLUMNS = ["tasks", "scored", "successes", "reward", "reward_lo", "reward_hi", "reward_interval"]
+"""The τ² columns that lead, after the conversation report's episodes and errors; pass^k and the reward's parts follow."""
+TOOL_COLUMNS = [f"{side}_{what}" for side in ("tool", "user_tool")
+                for what in ("calls", "errors", "calls_per_episode", "errors_per_episode")]
+"""Tool use, the assistant's then the user's (those only when a user called a tool), after the reward's parts."""
+REPLACED = ["accuracy", "accuracy_lo", "accuracy_hi", "scored"]
+"""Conversation-report columns the reward columns stand for (its accuracy is the mean task score)."""
+
+
+def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+    """One row per condition group of a τ² run (the dataset column is the domain, `tau2-<domain>`).
+
+    Rates exclude errored episodes, which `errors` counts: the reward, success and pass^k are over finished
+    episodes with a reward, tool use over finished episodes. The reward's 95 % interval is Wilson's on successes
+    when every reward is 0 or 1, else a seeded bootstrap (`reward_interval` says which). `pass_hat_<k>` is τ²'s pass^k over the group's
+    tasks for k up to the fewest finished trials of any of them (NaN above it); `breakdown_<part>` the mean
+    of each reward part over the episodes scored on it; `user_tool_*` columns appear when a user called a
+    tool anywhere in the run. The rest (terminations as `end_<reason>`, user turns, follow-up rate, label
+    shares, drift) is testbed.analysis.conversation_report's.
+    """
+    episodes = episodes_df(store, run_id, exact=True)
+    conversation = conversation_report(store, run_id, judge)
+    if episodes.empty:
+        return pd.DataFrame(columns=[*GROUP, "episodes", "errors", *REWARD_COLUMNS, *TOOL_COLUMNS[:4]])
+    counts = tool_counts(store, run_id)
+    breakdowns = {eid: r.breakdown for eid, r in store.rewards(run_id).items()}
+    users_call = any(c.user_calls for c in counts.values())
+    rows = [_row(dict(zip(GROUP, keys)), g[g.status == "done"], g, counts, breakdowns, users_call)
+            for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
+    tau2 = pd.DataFrame(rows)
+    tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
+    conversation = conversation.drop(columns=[c for c in REPLACED if c in conversation])
+    lead = conversation[[*GROUP, "episodes", "errors"]]
+    return lead.merge(tau2, on=GROUP, how="left").merge(conversation.drop(columns=["episodes", "errors"]), on=GROUP, how="left")
+
+
+def _column_order(column: str) -> tuple:
+    """Where a τ² column goes: the reward first, then pass^k by k, the reward's parts, tool use."""
+    if column.startswith("pass_hat_"):
+        return (1, int(column.removeprefix("pass_hat_")), "")
+    if column.startswith("breakdown_"):
+        return (2, 0, column)
+    if column in REWARD_COLUMNS:
+        return (0, REWARD_COLUMNS.index(column), "")
+    return (3, TOOL_COLUMNS.index(column), "")
+
+
+def _row(keys: dict, done: pd.DataFrame, group: pd.DataFrame, counts: dict[str, ToolCounts],
+         breakdowns: dict[str, dict[str, float]], users_call: bool) -> dict:
+    scored = done[done.task_score.notna()]
+    rewards = [float(r) for r in scored.task_score]
+    lo, hi, kind = reward_interval(rewards)
+    row = {**keys, "tasks": group.item_id.nunique(), "scored": len(rewards), "successes": sum(map(is_success, rewards)),
+           "reward": sum(rewards) / len(rewards) if rewards else math.nan,
+           "reward_lo": lo, "reward_hi": hi, "reward_interval": kind}
+    per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in scored.groupby("item_id")]
+    row.update({f"pass_hat_{k}": v for k, v in pass_hat_ks(per_task).items()})
+    parts: dict[str, list[float]] = {}
+    for eid in scored.episode_id:
+        for part, value in breakdowns.get(eid, {}).items():
+            parts.setdefault(part, []).append(float(value))
+    row.update({f"breakdown_{part}": sum(v) / len(v) for part, v in sorted(parts.items())})
+    tools = [counts.get(eid, ToolCounts()) for eid in done.episode_id]
+    n = len(tools)
+    sides = [("tool", "assistant")] + ([("user_tool", "user")] if users_call else [])
+    for prefix, side in sides:
+        calls, errors = sum(getattr(t, f"{side}_calls") for t in tools), sum(getattr(t, f"{side}_errors") for t in tools)
+        row.update({f"{prefix}_calls": calls, f"{prefix}_errors": errors,
+                    f"{prefix}_calls_per_episode": calls / n if n else math.nan,
+                    f"{prefix}_errors_per_episode": errors / n if n else math.nan})
+    return row
+
+
+TAU2_REPORT = ReportEntry("tau2", tau2_report)
+"""τ²-bench's report entry."""
