@@ -20,7 +20,7 @@ from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.store.tool_messages import tool_fields
-from testbed.transcript import Message, Usage, generated_user_turns
+from testbed.transcript import TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns
 
 EPISODE_STATUSES = ("done", "error")
 """Every status an episode can be stored with (the schema's CHECK): `episode_counts` always has both."""
@@ -65,16 +65,25 @@ def wire_from_row(row: sqlite3.Row) -> WireRecord:
                       row["sent_at"], row["turn_index"])
 
 
+def _calls(row: Any) -> bool:
+    try:
+        return bool(row[TOOL_CALLS_COLUMN])
+    except (KeyError, IndexError):
+        return False
+
+
 def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
     """The generated user turns of one episode's messages (in turn order), each with its context.
 
     Which turns count is `testbed.transcript.generated_user_turns`; the context is the episode's
-    first user message (the request) and the latest assistant message before the turn.
+    first user message (the request) and the latest assistant message before the turn; messages that call
+    tools are neither (tool results are no message of either side).
     """
     generated = {m["turn_index"] for m in generated_user_turns(messages)}
-    question = next((m["content"] for m in messages if m["role"] == "user"), "")
+    spoken = [m for m in messages if m["role"] in ("user", "assistant") and not _calls(m)]
+    question = next((m["content"] for m in spoken if m["role"] == "user"), "")
     out, answer = [], ""
-    for m in messages:
+    for m in spoken:
         if m["role"] == "assistant":
             answer = m["content"]
         elif m["turn_index"] in generated:
@@ -227,7 +236,7 @@ class StoreReader:
 
         Each batch is its own query, so a caller may write (labels) between batches.
         """
-        columns = "m.episode_id, m.turn_index, m.role, m.content"
+        columns = f"m.episode_id, m.turn_index, m.role, m.content, m.{TOOL_CALLS_COLUMN}"
         for rows in self._message_batches(run_id, include_errored, batch, columns, "AND m.role != 'system'"):
             for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
                 yield from episode_turns(eid, list(msgs))

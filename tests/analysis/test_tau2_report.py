@@ -136,8 +136,6 @@ def test_the_user_turn_and_label_columns_are_the_conversation_reports(run):
     assert "accuracy" not in report.columns, "the reward stands for the conversation report's accuracy"
 
 
-@pytest.mark.xfail(strict=True, reason="Store.iter_turns reads no tool-calls column, so it counts a user's tool call as a "
-                   "(blank) user turn, though turn_keys and generated_user_turns do not")
 def test_a_users_tool_call_is_no_user_turn(run):
     hot = by_temperature(run).loc[1.0]
     assert (hot.user_turns, hot.empty_user_turns) == (10, 0)
