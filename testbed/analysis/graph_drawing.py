@@ -35,9 +35,11 @@ IN_ROLE_COLOURS = {
 }
 """Every other label in the blue-green family, so red means drift and nothing else."""
 
-ROLE_COLOURS = {"assistant": "#9e9e9e", "system": "#d9d9d9", "user": "#ffffff"}
+ROLE_COLOURS = {"assistant": "#9e9e9e", "system": "#d9d9d9", "user": "#ffffff", "tool": "#e7d4e8"}
 EDGE_COLOURS = {"restates": "#1f77b4", "echoes": "#d62728"}
-ROWS = {"user": 1.0, "assistant": 0.0, "system": -1.0}
+ROWS = ("user", "assistant", "tool", "system")
+"""The rows from top to bottom; user and assistant are always drawn, the others only when the episode has such a message."""
+_TOOL_CAPTION = 14
 _NODE_SIZE = 620
 _SHRINK = 14
 
@@ -72,7 +74,18 @@ def _rad(ax: plt.Axes, a: tuple[float, float], b: tuple[float, float], bulge: fl
     return min(0.5, 2 * bulge / distance)
 
 
+def _tools(data: dict) -> str:
+    """The tool names a node carries, cut to fit beside the next node, `$` escaped so matplotlib never reads math."""
+    names = data.get("tools") or ""
+    cut = names if len(names) <= _TOOL_CAPTION else names[:_TOOL_CAPTION - 1] + "…"
+    return cut.replace("$", r"\$")
+
+
 def _node_caption(node: int, data: dict, first_user: int | None) -> str:
+    if data["role"] == "tool":
+        return f"{_tools(data)}\n{'error' if data.get('tool_error') else 'result'}".strip()
+    if data.get("tools"):
+        return f"calls\n{_tools(data)}"
     if data["role"] == "user":
         if data["label"]:
             return data["label"].replace("_", " ")
@@ -126,14 +139,15 @@ def _mark_onset(ax: plt.Axes, graph: nx.DiGraph, pos: dict, onset: int) -> None:
 def draw_episode(graph: nx.DiGraph, path_png: Path | str, title: str) -> Path:
     """Draw an episode graph: x = turn index, one row per role, drift onset ringed and annotated.
 
+    Tool results have their own row, and a message that calls tools is captioned with their names.
     Reply edges are thin grey arrows; source edges are curved arrows, blue when the user restates
     an earlier user turn and red when it echoes the assistant, thicker the more it copied. Turns
     after the onset are shaded, so the in-role and drifted parts of the dialogue read at a glance.
     """
     nodes = sorted(graph.nodes)
     roles = {graph.nodes[n]["role"] for n in nodes}
-    rows = {r: y for r, y in ROWS.items() if r in roles or r != "system"}
-    pos = {n: (float(n), rows.get(graph.nodes[n]["role"], -1.0)) for n in nodes}
+    rows = {r: 1.0 - k for k, r in enumerate(r for r in ROWS if r in roles or r in ("user", "assistant"))}
+    pos = {n: (float(n), rows.get(graph.nodes[n]["role"], min(rows.values()))) for n in nodes}
     span = (max(nodes) - min(nodes)) if nodes else 1
     fig, ax = plt.subplots(figsize=(min(32.0, max(7.0, 1.05 * span + 3.0)), 2.9 + 1.2 * len(rows)))
     ax.set_xlim(min(nodes, default=0) - 0.8, max(nodes, default=1) + 0.8)
@@ -162,7 +176,7 @@ def _episode_legend(graph: nx.DiGraph) -> list:
                for label in sorted({d["label"] for d in data if d["label"]})]
     if any(d["role"] == "user" and not d["label"] for d in data):
         handles.append(Patch(facecolor="white", edgecolor="#1f77b4", label="user: request or unlabelled"))
-    for role in ("assistant", "system"):
+    for role in ("assistant", "tool", "system"):
         if any(d["role"] == role for d in data):
             handles.append(Patch(facecolor=ROLE_COLOURS[role], edgecolor="#616161", label=role))
     kinds = {d["kind"] for _, _, d in graph.edges(data=True)}

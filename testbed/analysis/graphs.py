@@ -7,6 +7,7 @@ Drawing lives in `testbed.analysis.graph_drawing`, so that building graphs never
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
-from testbed.transcript import generated_user_turns
+from testbed.transcript import TOOL_CALLS_COLUMN, Message, generated_user_turns
 
 SOURCE_THRESHOLD = 0.5
 """Least similarity for a source edge: at least half of the user turn is copied from the target."""
@@ -67,18 +68,37 @@ def _excerpt(text: str) -> str:
     return _NOT_XML.sub("", " ".join(text.split()))[:EXCERPT_CHARS]
 
 
+def _spoken(m: dict) -> bool:
+    """Whether a message dict is a turn of the conversation proper (`Message.spoken`): what a user turn can copy."""
+    return m["role"] in ("user", "assistant") and not m.get(TOOL_CALLS_COLUMN)
+
+
+def message_dict(m: Message) -> dict:
+    """A message as the dict `episode_graph` reads: turn_index, role, speaker, content, and its tool traffic
+    (`tool_calls_json`, its calls in wire form or None, as the store keeps them; `tools`, the names it calls or the
+    tool it answers; `tool_error`, whether that tool failed)."""
+    calls = ", ".join(c.name for c in m.tool_calls)
+    result = m.tool_result
+    return {"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content,
+            TOOL_CALLS_COLUMN: json.dumps([c.as_chat() for c in m.tool_calls]) if m.tool_calls else None,
+            "tools": calls or (result.name if result else ""),
+            "tool_error": bool(result and result.error)}
+
+
 def episode_graph(messages: list[dict], labels: dict[int, str], threshold: float = SOURCE_THRESHOLD) -> nx.DiGraph:
     """One episode as a graph: a node per turn, *reply* edges in time, *source* edges to copied turns.
 
-    `messages` are dicts with turn_index, role, speaker and content, in order; `labels` maps the
-    turn index of a generated user turn to its scored label. Node attributes: role, speaker, label
-    ("" when unlabelled or not a generated user turn), excerpt (first 80 characters on one line),
-    words, ordinal (k of a generated user turn, else 0), drift (a drift label) and onset (the first
-    drift turn). Each generated user turn gets at most one source edge, to the earlier non-system
-    turn it copies most (see `similarity`), when that reaches `threshold`: kind "restates" for a
-    user turn (usually the opening request), "echoes" for an assistant turn (identity drift).
-    Ties go to the turn the user turn matches more as a whole, then to the earliest (where the text
-    first appeared). Reply edges have kind "reply" and weight 1.0.
+    `messages` are dicts with turn_index, role, speaker and content, in order, and optionally the
+    tool keys of `message_dict`; `labels` maps the turn index of a generated user turn to its scored
+    label. Node attributes: role, speaker, label ("" when unlabelled or not a generated user turn),
+    excerpt (first 80 characters on one line), words, ordinal (k of a generated user turn, else 0),
+    drift (a drift label), onset (the first drift turn), tools (the tools a message calls or a tool
+    message answers, "" for none) and tool_error. Each generated user turn gets at most one source
+    edge, to the earlier spoken turn (no system prompt, tool call or tool result) it copies most
+    (see `similarity`), when that reaches `threshold`: kind "restates" for a user turn (usually the
+    opening request), "echoes" for an assistant turn (identity drift). Ties go to the turn the user
+    turn matches more as a whole, then to the earliest (where the text first appeared). Reply edges
+    have kind "reply" and weight 1.0; tool traffic is on the reply path like any message, never a user turn.
     """
     drift_labels = taxonomy().drift_labels
     generated = [int(m["turn_index"]) for m in generated_user_turns(messages)]
@@ -91,7 +111,7 @@ def episode_graph(messages: list[dict], labels: dict[int, str], threshold: float
         drift = label in drift_labels
         graph.add_node(t, role=m["role"], speaker=m["speaker"], label=label or "", excerpt=_excerpt(m["content"]),
                        words=len(m["content"].split()), ordinal=ordinal.get(t, 0), drift=drift,
-                       onset=drift and not onset_seen)
+                       onset=drift and not onset_seen, tools=_excerpt(m.get("tools") or ""), tool_error=bool(m.get("tool_error")))
         onset_seen = onset_seen or drift
     order = [int(m["turn_index"]) for m in messages]
     for a, b in zip(order, order[1:]):
@@ -101,7 +121,7 @@ def episode_graph(messages: list[dict], labels: dict[int, str], threshold: float
         best: tuple[float, float, int] | None = None
         for m in messages:
             s = int(m["turn_index"])
-            if s >= t or m["role"] == "system":
+            if s >= t or not _spoken(m):
                 continue
             score, ratio = similarity(texts[t], m["content"])
             if best is None or (score, ratio, -s) > (best[0], best[1], -best[2]):
@@ -173,8 +193,7 @@ def read_graphml(path: Path | str) -> nx.DiGraph:
 
 def episode_messages(store: Store, run_id: str, episode_id: str) -> list[dict]:
     """An episode's messages as the dicts `episode_graph` reads (and GraphML tools keep), in turn order."""
-    return [{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
-            for m in store.messages(run_id, episode_id)]
+    return [message_dict(m) for m in store.messages(run_id, episode_id)]
 
 
 def label_sequences(labels: pd.DataFrame, turns: pd.DataFrame, unscored: str = "unscored") -> list[list[str]]:

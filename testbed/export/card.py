@@ -29,7 +29,9 @@ def card_text(export: Export, chosen: ExportFilter, data_file: Path, software: d
     lines = [f"# Data card: {data_file.name}", "",
              f"{export.counts['rows']} {export.kind.upper()} rows for user-turn generation from run `{export.run_id}`, "
              f"labelled by `{export.judge}`. Every completion is a user turn the simulated user wrote, verbatim from the store; "
-             "prompts are the stored conversation with true roles and no system prompts.", "",
+             "prompts are the conversation as the simulated user saw it, with true roles: no system prompts, none of the "
+             "assistant's tool calls or tool results, and the user's own tool calls and results (dual-control tasks) in "
+             "OpenAI chat form.", "",
              "Load with `datasets.load_dataset(\"json\", data_files=\"" + data_file.name + "\")`.", "",
              "The labels are a judge's, not people's: check the judge's agreement with human labels "
              "(`testbed agree`) before training on them.", "", "```json", json.dumps(fields, indent=2, ensure_ascii=False), "```", ""]

@@ -1,9 +1,11 @@
 """Training data from judged runs: genuine follow-ups for SFT, follow-up-versus-failure pairs for DPO.
 
 Both are for *user-turn generation* (CollabLLM-style simulated users): the prompt is the
-conversation as stored, with true roles and without system prompts (those are the generator's
-instructions, not the conversation), and the completion is a user turn the simulated user really
-wrote, verbatim from the store. Only generated user turns of finished episodes count, and only
+conversation as the simulated user saw it, with true roles (`testbed.export.user_view`: the spoken
+messages without system prompts, which are the generator's instructions, and without the
+assistant's tool calls and tool results, which the user never saw; in dual-control tasks the
+user's own tool calls and their results, in OpenAI chat form), and the completion is a user turn
+the simulated user really wrote, verbatim from the store. Only generated user turns of finished episodes count, and only
 with a scored label from the chosen judge; an unscored turn is never a positive or a negative.
 
 - **SFT**: one conversation per user turn whose label is a positive label (default
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from testbed.datasets.catalog import carries_canary
+from testbed.export.user_view import user_contexts
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, labels_df, messages_df
@@ -85,8 +88,8 @@ class Export:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _turn_table(store: Store, run_id: str, judge: JudgeIdentity, chosen: ExportFilter) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(messages of finished episodes, their judged generated user turns with label and episode columns)."""
+def _turn_table(store: Store, run_id: str, judge: JudgeIdentity, chosen: ExportFilter) -> pd.DataFrame:
+    """The judged generated user turns of the chosen finished episodes, with label and episode columns."""
     episodes = episodes_df(store, run_id, exact=True)
     episodes = episodes[episodes.status == "done"]
     if chosen.user_model:
@@ -103,18 +106,18 @@ def _turn_table(store: Store, run_id: str, judge: JudgeIdentity, chosen: ExportF
     labels = labels[(labels.status == "scored") & labels.label.notna()][["episode_id", "turn_index", "label"]]
     turns = messages[messages.generated_user_turn][["episode_id", "turn_index", "content"]]
     turns = turns.merge(labels, on=["episode_id", "turn_index"]).merge(episodes[["episode_id", *META]], on="episode_id")
-    return messages, turns
+    return turns
 
 
-def _contexts(messages: pd.DataFrame) -> dict[tuple[str, int], list[dict]]:
-    """For every message, the non-system messages before it, as chat messages (`messages` in episode and turn order)."""
+def _contexts(store: Store, run_id: str, turns: pd.DataFrame) -> dict[tuple[str, int], list[dict]]:
+    """For every judged turn, the chat messages its user had seen before it (`testbed.export.user_view`)."""
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for eid, t in zip(turns.episode_id, turns.turn_index):
+        wanted[eid].add(int(t))
     out = {}
-    for eid, group in messages.groupby("episode_id", sort=False):
-        seen: list[dict] = []
-        for m in group.itertuples(index=False):
-            out[(eid, int(m.turn_index))] = list(seen)
-            if m.role != "system":
-                seen.append({"role": m.role, "content": m.content})
+    for eid, messages in store.iter_messages(run_id):
+        if eid in wanted:
+            out.update({(eid, t): context for t, context in user_contexts(messages, wanted[eid]).items()})
     return out
 
 
@@ -132,8 +135,8 @@ def training_rows(store: Store, run_id: str, kind: str, judge: JudgeIdentity, ch
     if kind not in KINDS:
         raise ExportError(f"unknown export kind {kind!r}; use one of {', '.join(KINDS)}")
     chosen.check()
-    messages, turns = _turn_table(store, run_id, judge, chosen)
-    contexts = _contexts(messages)
+    turns = _turn_table(store, run_id, judge, chosen)
+    contexts = _contexts(store, run_id, turns)
     positive, failures = set(chosen.positive), chosen.failure_labels()
     rows: list[dict] = []
     if kind == "sft":

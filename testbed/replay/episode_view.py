@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from testbed.analysis.graphs import episode_graph
+from testbed.analysis.graphs import episode_graph, message_dict
 from testbed.replay.catalog import RunCatalog
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.transcript import Message
@@ -44,6 +44,8 @@ class TurnView:
     """Whether it is the episode's drift onset under the chosen judge."""
     perturbed: str | None
     """The perturbation the answer was shown under, for the answer a probe's user saw perturbed."""
+    call_turn: int | None = None
+    """For a tool result: the turn of the message that made the call it answers (None when no stored message did)."""
 
     @property
     def generated(self) -> bool:
@@ -69,7 +71,8 @@ class EpisodeView:
 def _perturbed_index(messages: list[Message], perturbation: str, first_generated: int | None) -> int | None:
     if perturbation == "none":
         return None
-    answers = [m for m in messages if m.role == "assistant" and (first_generated is None or m.turn_index < first_generated)]
+    answers = [m for m in messages
+               if m.role == "assistant" and m.spoken and (first_generated is None or m.turn_index < first_generated)]
     shared = [m for m in answers if m.reused_from]
     chosen = shared or answers
     return chosen[-1].turn_index if chosen else None
@@ -83,13 +86,15 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     ordinal = {t: k for k, t in enumerate(generated, 1)}
     scored = catalog.scored_labels(judge) if judge is not None else {}
     chosen = {t: scored[(eid, t)] for t in generated if (eid, t) in scored}
-    graph = episode_graph([{"turn_index": m.turn_index, "role": m.role, "speaker": m.speaker, "content": m.content}
-                           for m in messages], chosen)
+    graph = episode_graph([message_dict(m) for m in messages], chosen)
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
     onset = next((t for t, data in graph.nodes(data=True) if data["onset"]), None)
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
+    callers: dict[str, int] = {}
     turns = []
     for m in messages:
+        callers.update((c.id, m.turn_index) for c in m.tool_calls)
         turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(catalog.records(eid, m.turn_index)), sources.get(m.turn_index),
-                              m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None))
+                              m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None,
+                              callers.get(m.tool_result.call_id) if m.tool_result else None))
     return EpisodeView(catalog.run_id, episode, judge, tuple(turns))

@@ -2,7 +2,8 @@
 
 The replay app puts these panels on screen and `testbed show-episode` prints them, so both show
 the same badges: the true role, the speaker, turn index, tokens and latency; each identity's label
-with its reason; the source edge; the drift onset; a perturbed answer; an episode's error.
+with its reason; the source edge; the drift onset; a perturbed answer; an episode's error; tool
+calls as `name(arguments)` and tool results tied to their call (`testbed.replay.tool_render`).
 Everything a model, a server or a dataset wrote (messages, reasons, names, ids) is `neutralised`
 here, so neither the app nor a pipe ever gets an escape sequence from a transcript.
 """
@@ -14,17 +15,18 @@ from rich.panel import Panel
 from rich.text import Text
 
 from testbed.replay.episode_view import EpisodeView, TurnView
+from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
 from testbed.store import LabelRecord
 from testbed.terminal_text import neutralised
 
-ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green"}
+ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool": RESULT_STYLE}
 """The colour of each true role's badge and border."""
 
 ONSET_STYLE = "bold red"
 
 
 def role_badge(role: str) -> Text:
-    """The role as a reversed badge: ` USER `, ` ASSISTANT `, ` SYSTEM `."""
+    """The role as a reversed badge: ` USER `, ` ASSISTANT `, ` SYSTEM `, ` TOOL `."""
     return Text(neutralised(f" {role.upper()} "), style=f"reverse bold {ROLE_STYLES.get(role, 'white')}")
 
 
@@ -41,10 +43,15 @@ def label_line(record: LabelRecord) -> Text:
 
 
 def turn_title(turn: TurnView) -> Text:
-    """The panel title: role badge, speaker, turn index, the user turn's ordinal, tokens and latency."""
+    """The panel title: role badge, speaker, turn index, the user turn's ordinal or the call a tool result answers,
+    tokens and latency."""
     m = turn.message
     title = role_badge(m.role)
     title.append(neutralised(f" {m.speaker or '-'} · turn {m.turn_index}"))
+    if m.role == "tool":
+        title.append_text(result_heading(m, turn.call_turn))
+    elif m.tool_calls:
+        title.append(f" · {len(m.tool_calls)} tool call{'s' if len(m.tool_calls) != 1 else ''}")
     if turn.generated:
         title.append(f" · user turn {turn.ordinal}")
     if m.usage.completion_tokens or m.usage.latency_s:
@@ -52,8 +59,18 @@ def turn_title(turn: TurnView) -> Text:
     return title
 
 
-def turn_panel(turn: TurnView, *, current: bool = False) -> Panel:
-    """One message as a panel; `current` marks the cursor."""
+def _body(turn: TurnView, folded: bool) -> list[RenderableType]:
+    m = turn.message
+    if m.role == "tool":
+        return [result_body(m, folded=folded)]
+    parts: list[RenderableType] = [Text(neutralised(m.content))] if m.content else []
+    if m.tool_calls:
+        return [*parts, calls_text(m)]
+    return parts or [Text("(empty)", style="dim italic")]
+
+
+def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -> Panel:
+    """One message as a panel; `current` marks the cursor; `folded` shows a tool result on one line."""
     parts: list[RenderableType] = []
     marks = Text()
     if turn.onset:
@@ -65,7 +82,7 @@ def turn_panel(turn: TurnView, *, current: bool = False) -> Panel:
         marks.append(f"  ↩ {turn.source}", style="bold yellow" if turn.source.kind == "echoes" else "yellow")
     if marks:
         parts.append(marks)
-    parts.append(Text(neutralised(turn.message.content or "(empty)"), style="" if turn.message.content else "dim italic"))
+    parts.extend(_body(turn, folded))
     if turn.generated:
         if turn.labels:
             parts.extend(label_line(r) for r in turn.labels)

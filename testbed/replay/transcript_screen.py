@@ -3,10 +3,13 @@
 The cursor is the last turn shown; everything after it is hidden until stepped to. An episode
 opens fully shown with the cursor on its last turn; `home` rewinds it to the opening turn.
 `[` and `]` move to the previous and next episode of the table's current filter and order.
+Tool results are folded to one line each (their length, then the start of their text); `t` unfolds
+them all and folds them again.
 """
 
 from __future__ import annotations
 
+from rich.panel import Panel
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,7 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from testbed.replay.catalog import EpisodeRow, RunCatalog
-from testbed.replay.episode_view import EpisodeView, episode_view
+from testbed.replay.episode_view import EpisodeView, TurnView, episode_view
 from testbed.replay.render import episode_header, turn_panel
 from testbed.store import JudgeIdentity
 from testbed.terminal_text import neutralised
@@ -35,6 +38,7 @@ class TranscriptScreen(Screen):
         Binding("plus,equals_sign", "speed(1)", "faster", key_display="+"),
         Binding("minus", "speed(-1)", "slower", key_display="-", show=False),
         Binding("o", "onset", "jump to drift onset"),
+        Binding("t", "tools", "unfold / fold tool results"),
         Binding("home", "first", "rewind to the opening turn", show=False, priority=True),
         Binding("end", "last", "show every turn", show=False, priority=True),
         Binding("right_square_bracket", "episode(1)", "next episode (filtered)", key_display="]"),
@@ -55,6 +59,7 @@ class TranscriptScreen(Screen):
         self.view: EpisodeView
         self.cursor = 0
         self.marked: int | None = None
+        self.unfolded = False
 
     def compose(self) -> ComposeResult:
         """Header, the scrolling messages, a status line, footer."""
@@ -76,9 +81,22 @@ class TranscriptScreen(Screen):
         self.query_one("#header", Static).update(episode_header(self.view))
         box = self.query_one("#messages", VerticalScroll)
         await box.remove_children()
-        await box.mount_all(Static(turn_panel(t), classes="turn") for t in self.view.turns)
+        await box.mount_all(Static(self.panel(t), classes="turn") for t in self.view.turns)
         self.cursor, self.marked = len(self.view.turns) - 1, None
         self.show()
+
+    def panel(self, turn: TurnView, current: bool = False) -> Panel:
+        """One turn's panel, its tool result folded unless the results are unfolded."""
+        return turn_panel(turn, current=current, folded=not self.unfolded)
+
+    def action_tools(self) -> None:
+        """Unfold every tool result of the episode, or fold them again."""
+        self.unfolded = not self.unfolded
+        for i, (widget, turn) in enumerate(zip(self.panels, self.view.turns)):
+            if turn.message.role == "tool":
+                widget.update(self.panel(turn, current=i == self.cursor))
+        if not any(t.message.role == "tool" for t in self.view.turns):
+            self.app.notify("this episode has no tool results", severity="information")
 
     @property
     def panels(self) -> list[Static]:
@@ -93,7 +111,7 @@ class TranscriptScreen(Screen):
         for i in range(low, high + 1):
             panels[i].display = i <= self.cursor
         for i in {old, self.cursor} - {None}:
-            panels[i].update(turn_panel(self.view.turns[i], current=i == self.cursor))
+            panels[i].update(self.panel(self.view.turns[i], current=i == self.cursor))
         self.marked = self.cursor
         if scroll and panels:
             panels[self.cursor].scroll_visible(animate=False)

@@ -12,9 +12,11 @@ def attribute(records: list[WireRecord], transcript: Transcript) -> tuple[WireRe
     """The records numbered 0.. in the order sent, each with the turn it produced.
 
     A participant's successful requests produced its generated messages in order (messages with
-    sampling; the opening was not generated). A failed request counts for the turn its retry
-    produced (an unreadable 200 reply is a failed request too). What is left over (the user's stop turn, which is not stored when it was only the end
-    marker, or a turn that never came because the episode failed) counts for the next turn index.
+    sampling; the opening was not generated): a reply that calls tools is such a message too, while
+    a `tool` message answers a call and was made by no request, so it is never matched.
+    A failed request counts for the turn its retry produced (an unreadable 200 reply is a failed
+    request too). What is left over (the user's stop turn, which is not stored when it was only the
+    end marker, or a turn that never came because the episode failed) counts for the next turn index.
     """
     pending = transcript.next_turn
     out: list[WireRecord] = []
