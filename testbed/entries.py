@@ -13,6 +13,7 @@ from testbed.specs.registries import BACKENDS, FRAMEWORKS, JUDGE_KINDS, KINDS, R
 KINDS.register("probe", "testbed.scenarios.probe:KIND")
 KINDS.register("dialogue", "testbed.scenarios.dialogue:KIND")
 KINDS.register("info_gathering", "testbed.scenarios.info_gathering:KIND")
+KINDS.register("tau2", "testbed.scenarios.tau2.kind:KIND")
 
 BACKENDS.register("vllm", "testbed.backends.factory:VLLM")
 BACKENDS.register("openai", "testbed.backends.factory:OPENAI")

@@ -1,0 +1,125 @@
+"""One τ² episode: a fresh environment with the task's initial state, the assistant ⇄ user ⇄ tools loop, τ²'s stop rules.
+
+The loop follows τ²'s orchestrator step for step: a generated message goes to the user, the
+assistant or, when it calls tools, to the environment, whose results go back to whoever called.
+A step is one generation or one batch of tool results; the step and tool-error limits are checked
+whenever the next message is not for the environment. Stop signals are events, stripped from the
+stored text like every end marker: the user's `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`,
+the assistant's `###STOP###`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from testbed.orchestrator import TerminationReason
+from testbed.participants import Participant
+from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2, parsed_arguments, to_tau2
+from testbed.transcript import Message, ToolCall, ToolResult, Transcript
+
+USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": TerminationReason.TRANSFER,
+                "###OUT-OF-SCOPE###": TerminationReason.USER_STOP}
+"""τ²'s user stop signals and the termination each means."""
+AGENT_SIGNAL = "###STOP###"
+"""τ²'s assistant stop signal."""
+
+
+def strip_signals(message: Message, signals) -> tuple[Message, str | None]:
+    """The message without any of `signals`, and the first signal it carried (None when none); tool calls carry none."""
+    if message.tool_calls:
+        return message, None
+    found = next((s for s in signals if s in message.content), None)
+    if found is None:
+        return message, None
+    text = message.content
+    for s in signals:
+        text = text.replace(s, "")
+    return replace(message, content=text.strip()), found
+
+
+@dataclass
+class ToolDesk:
+    """The episode's τ² environment: tool calls in, tool messages out, failures counted."""
+
+    environment: Any
+    errors: int = 0
+
+    def answer(self, call: ToolCall, requestor: str, turn: int) -> Message:
+        """Run one call; arguments that are not a JSON object, an unknown tool or bad arguments give τ²'s tool error."""
+        from tau2.data_model.message import ToolCall as Tau2Call
+
+        arguments = parsed_arguments(call)
+        if arguments is None:
+            content, error = f"Error: the arguments of {call.name} are not a JSON object: {call.arguments[:200]}", True
+        else:
+            reply = self.environment.get_response(Tau2Call(id=call.id, name=call.name, arguments=arguments, requestor=requestor))
+            content, error = reply.content or "", bool(reply.error)
+        self.errors += error
+        return Message("tool", content, "environment", turn, tool_result=ToolResult(call.id, call.name, requestor, error))
+
+
+def start_episode(task: Any, new_environment, system_prompt: str, speaker: str) -> tuple[Transcript, ToolDesk]:
+    """The transcript's opening (the assistant's system prompt, then the task's message history or τ²'s greeting) and a
+    fresh environment with the task's initial state applied, both sides (τ²'s `set_state`)."""
+    environment = new_environment()
+    state = task.initial_state
+    history = list(state.message_history or []) if state is not None else []
+    environment.set_state(initialization_data=state.initialization_data if state is not None else None,
+                          initialization_actions=state.initialization_actions if state is not None else None,
+                          message_history=history)
+    transcript = Transcript()
+    transcript.append(Message("system", system_prompt, speaker, 0))
+    opening = from_tau2(history, 1) if history else [Message("assistant", GREETING, SCRIPTED, 1)]
+    for m in opening:
+        transcript.append(m)
+    return transcript, ToolDesk(environment)
+
+
+def next_side(last: Message) -> str:
+    """Who acts after `last`: `user`, `assistant`, or `environment` when it calls tools."""
+    if last.tool_calls:
+        return "environment"
+    if last.role == "tool":
+        return last.tool_result.requestor if last.tool_result is not None else "assistant"
+    return "user" if last.role == "assistant" else "assistant"
+
+
+@dataclass
+class Tau2Loop:
+    """Runs one episode on `transcript` until a stop signal or a limit; returns why it ended."""
+
+    assistant: Participant
+    user: Participant
+    desk: ToolDesk
+    max_steps: int
+    max_errors: int
+    steps: int = field(default=0, init=False)
+
+    async def run(self, transcript: Transcript) -> TerminationReason:
+        """Step until the episode ends; a BackendError from either side propagates with the transcript so far."""
+        side = next_side(transcript.messages[-1])
+        while True:
+            if side == "environment":
+                caller = transcript.messages[-1]
+                for call in caller.tool_calls:
+                    transcript.append(self.desk.answer(call, caller.role, transcript.next_turn))
+                side = caller.role
+            else:
+                speaker = self.user if side == "user" else self.assistant
+                message, signal = strip_signals(await speaker.respond(transcript),
+                                                USER_SIGNALS if side == "user" else (AGENT_SIGNAL,))
+                if message.content or message.tool_calls or signal is None:
+                    transcript.append(message)
+                if signal is not None:
+                    return USER_SIGNALS[signal] if side == "user" else TerminationReason.AGENT_STOP
+                side = next_side(message)
+            self.steps += 1
+            if side != "environment":
+                if self.steps >= self.max_steps:
+                    return TerminationReason.MAX_STEPS
+                if self.desk.errors >= self.max_errors:
+                    return TerminationReason.TOO_MANY_ERRORS
+
+
+__all__ = ["Tau2Loop", "ToolDesk", "next_side", "start_episode", "strip_signals", "to_tau2"]

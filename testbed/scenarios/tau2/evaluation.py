@@ -1,0 +1,37 @@
+"""Scoring a finished τ² episode with τ²'s own evaluator: database state, expected actions, information communicated."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from testbed.orchestrator import TerminationReason
+from testbed.scenarios.tau2.domains import Tau2Domain
+from testbed.scenarios.tau2.trajectory import to_tau2
+from testbed.store import EpisodeReward
+from testbed.transcript import Message
+
+TAU2_TERMINATION = {
+    TerminationReason.USER_STOP: "user_stop",
+    TerminationReason.TRANSFER: "user_stop",
+    TerminationReason.AGENT_STOP: "agent_stop",
+    TerminationReason.MAX_STEPS: "max_steps",
+    TerminationReason.TOO_MANY_ERRORS: "too_many_errors",
+}
+"""τ²'s termination reason for each of the testbed's: a transfer is the user's stop signal there (`###TRANSFER###`)."""
+
+
+def evaluate(domain: Tau2Domain, task: Any, messages: list[Message], termination: TerminationReason) -> EpisodeReward:
+    """τ²'s reward for the episode (`evaluate_simulation`, every criterion but natural-language assertions, which
+    need a judge model); an episode that did not end on a stop signal scores 0, as τ² scores it."""
+    from tau2.data_model.simulation import SimulationRun
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+    from tau2.utils.utils import get_now
+
+    now = get_now()
+    run = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time=now, end_time=now, duration=0.0,
+                        termination_reason=TAU2_TERMINATION[termination], messages=to_tau2(messages))
+    info = evaluate_simulation(run, task, EvaluationType.ALL, solo_mode=False, domain=domain.evaluation_name)
+    breakdown = {getattr(k, "value", str(k)): float(v) for k, v in (info.reward_breakdown or {}).items()}
+    details = info.model_dump(mode="json", exclude={"reward", "reward_breakdown"}, exclude_none=True)
+    return EpisodeReward(float(info.reward), breakdown, details)

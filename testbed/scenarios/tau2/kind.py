@@ -1,0 +1,182 @@
+"""τ²-bench tasks as a scenario kind: units are tasks, variants are user mode × user temperature × trial.
+
+Everything τ² provides (tasks, policies, tools, guidelines, evaluator) is read from the installed
+package when the scenario loads; a bad domain, task id or split, a missing package, a raw user on a
+task where the user needs tools, or a managed server started without tool calling is a spec error
+before any model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from testbed.backends.base import BackendError, BackendUnavailable
+from testbed.backends.factory import served_model_name
+from testbed.concurrency import gather_or_cancel
+from testbed.orchestrator import ERROR
+from testbed.participants import TurnSampling
+from testbed.scenarios.base import EpisodeVariant, RunContext, emit, variant
+from testbed.scenarios.tau2.domains import INSTALL, Tau2Domain, Tau2Unavailable, domain, tau2_installed
+from testbed.scenarios.tau2.episode import Tau2Loop, start_episode
+from testbed.scenarios.tau2.evaluation import evaluate
+from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
+from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
+from testbed.specs.errors import SpecError
+from testbed.specs.loader import ResolvedAgent, ResolvedScenario
+from testbed.specs.registries import ScenarioKindEntry
+from testbed.specs.tau2 import Tau2ScenarioSpec
+from testbed.store import EpisodeKey, EpisodeOutcome
+from testbed.wire.attribution import attribute
+from testbed.wire.routing import routed
+
+
+def _domain(scenario: ResolvedScenario) -> Tau2Domain:
+    try:
+        return domain(scenario.spec.domain)
+    except Tau2Unavailable as exc:
+        raise SpecError(scenario.path, "domain", str(exc).split(":")[0], INSTALL) from None
+
+
+def select_tasks(scenario: ResolvedScenario) -> list[Any]:
+    """The scenario's τ² tasks: its ids (in the given order) or its split, then the first `limit` or a seeded sample."""
+    spec, d = scenario.spec, _domain(scenario)
+    chosen = spec.tasks
+    if chosen.ids is not None:
+        unknown = [t for t in chosen.ids if t not in d.tasks]
+        if unknown:
+            raise SpecError(scenario.path, "tasks.ids", f"domain {d.name} has no task {unknown[0]!r}",
+                            f"use task ids of the installed τ² package (e.g. {', '.join(list(d.tasks)[:3])})")
+        ids = list(chosen.ids)
+    else:
+        try:
+            ids = d.task_ids(chosen.split if chosen.split is not None else d.default_split)
+        except ValueError as exc:
+            raise SpecError(scenario.path, "tasks.split", str(exc), "use one of the splits named, or drop `split`") from None
+    if chosen.seed is not None:
+        ids = sorted(ids)
+        random.Random(chosen.seed).shuffle(ids)
+    return [d.tasks[t] for t in (ids[: chosen.limit] if chosen.limit else ids)]
+
+
+def _tool_calling_problem(agent: ResolvedAgent) -> str | None:
+    spec = agent.spec
+    if spec.backend == "vllm" and spec.base_url is None and not spec.base_urls and spec.server.tool_call_parser is None:
+        return f"agent {spec.name}'s managed vLLM server would start without tool calling, which τ² tasks need"
+    return None
+
+
+def check_tau2(path: Path, spec: Tau2ScenarioSpec, prompt: str | None) -> dict[str, Any]:
+    """The kind's resolve hook: the package, the prompt's slots and the user modes, checked at load time."""
+    if not tau2_installed():
+        raise SpecError(path, "domain", "τ²-bench is not installed (no module tau2)", INSTALL)
+    if "instructed" in spec.user_modes and prompt is not None:
+        missing = [s for s in USER_SLOTS if "{" + s + "}" not in prompt]
+        if missing:
+            raise SpecError(path, "user_prompt_file", f"the τ² user prompt lacks the slot {{{missing[0]}}}",
+                            "put {guidelines} and {scenario} where τ²'s guidelines and the task's scenario go")
+    if "raw" in spec.user_modes and spec.domain == "telecom":
+        raise SpecError(path, "user_modes", "a raw user cannot call tools, and telecom's user must (its phone)",
+                        "use user_modes: [instructed] for telecom")
+    return {}
+
+
+def check_servers(scenario: ResolvedScenario) -> None:
+    """Refuse a managed server that would start without tool calling (the assistant's; in telecom the user's too)."""
+    agents = [scenario.assistant] + ([scenario.user] if scenario.spec.domain == "telecom" else [])
+    for agent in agents:
+        problem = _tool_calling_problem(agent)
+        if problem:
+            raise SpecError(agent.path, "server.tool_call_parser", problem,
+                            "add `server: {tool_call_parser: hermes}` (a parser that fits the model's chat template)")
+
+
+@dataclass
+class Tau2Runner:
+    """Runs every trial of one task; each is its own episode with a fresh environment."""
+
+    context: RunContext
+
+    async def run(self, task: Any, variants: list[EpisodeVariant]) -> None:
+        """The variants run concurrently (a lone one without a task of its own)."""
+        if len(variants) == 1:
+            await self._one(task, variants[0])
+        else:
+            await gather_or_cancel(self._one(task, v) for v in variants)
+
+    def _participants(self, d: Tau2Domain, task: Any, v: EpisodeVariant):
+        s, spec, ctx = self.context.scenario, self.context.scenario.spec, self.context
+        a = s.assistant.spec.sampling
+        assistant = ToolAssistant(s.assistant, ctx.backends["assistant"], d.tools, ctx.tokens(s.assistant),
+                                  TurnSampling(a.temperature, spec.max_tokens, a.top_p, a.seed if a.seed is not None else v.seed,
+                                               a.seed is None))
+        prompt = user_prompt(s.user_prompt or "{guidelines}\n\n<scenario>\n{scenario}\n</scenario>", task, with_tools=bool(d.user_tools))
+        user = GoalUser(s.user, ctx.backends["user"], v.key.user_mode, prompt, d.user_tools, ctx.tokens(s.user),
+                        TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, v.seed, True))
+        return assistant, user
+
+    async def _one(self, task: Any, v: EpisodeVariant) -> None:
+        ctx, spec = self.context, self.context.scenario.spec
+        d = domain(spec.domain)
+        assistant, user = self._participants(d, task, v)
+        transcript, desk = start_episode(task, d.new_environment, assistant_prompt(d.policy), ctx.scenario.assistant.spec.name)
+        tap = ctx.wire.open_tap(retry=False) if ctx.wire is not None else None
+        if tap is not None:
+            assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
+        loop = Tau2Loop(assistant, user, desk, spec.max_steps, spec.max_errors)
+        try:
+            async with ctx.slot():
+                termination = await loop.run(transcript)
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
+        else:
+            reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
+            outcome = EpisodeOutcome(v.key, transcript.messages, "done", termination, None, reward.reward, transcript.usage(),
+                                     reward=reward)
+        if tap is not None:
+            records = tap.take()
+            if ctx.keep_wire:
+                outcome = replace(outcome, wire=attribute(records, transcript))
+        await emit(ctx.sink, outcome)
+
+
+def scenario_identity(scenario: ResolvedScenario) -> tuple:
+    """What every episode of the scenario shares and its ids hash: agents, prompt and limits."""
+    spec, a, u = scenario.spec, scenario.assistant, scenario.user
+    return (a.as_dict()["spec"], u.as_dict()["spec"], scenario.user_prompt, spec.domain, spec.max_tokens, spec.max_steps,
+            spec.max_errors)
+
+
+class Tau2Kind:
+    """τ² tasks as a scenario kind."""
+
+    def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
+        """Every selected task with its variants: user mode × temperature × trial, with stable ids."""
+        check_servers(scenario)
+        spec, a, u = scenario.spec, scenario.assistant, scenario.user
+        identity, source = scenario_identity(scenario), f"tau2-{spec.domain}"
+        out = []
+        for task in select_tasks(scenario):
+            variants = []
+            for mode in spec.user_modes:
+                for temperature in spec.temperatures:
+                    for trial in range(spec.trials):
+                        def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id) -> EpisodeKey:
+                            return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                              served_model_name(u.spec), mode, temperature, trial, "none")
+                        variants.append(variant((spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed), key))
+            out.append((task, variants))
+        return out
+
+    def runner(self, context: RunContext) -> Tau2Runner:
+        """A runner for tasks."""
+        return Tau2Runner(context)
+
+
+KIND = ScenarioKindEntry(name="tau2", spec=Tau2ScenarioSpec, runner=Tau2Kind, report="tau2", limit_field="tasks", resolve=check_tau2)
+"""The τ² kind's entry in testbed.specs.registries.KINDS."""

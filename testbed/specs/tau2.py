@@ -1,0 +1,77 @@
+"""The spec of τ²-bench task scenarios: a domain's tasks run by a tool-using assistant and a goal-driven simulated user."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from testbed.specs.agent import Strict
+from testbed.specs.scenario import UserMode
+
+TAU2_DOMAINS = ("airline", "retail", "telecom", "mock")
+"""The domains a spec may name (testbed.scenarios.tau2.domains.DOMAINS checks against the installed package)."""
+
+
+class TaskSelection(Strict):
+    """Which τ² tasks run: named ids, or a τ² split (its `base` split by default where the domain has splits),
+    then the first `limit` of them in the package's order, or a sample drawn with `seed`."""
+
+    ids: list[str] | None = Field(None, min_length=1)
+    split: str | None = None
+    limit: int | None = Field(None, ge=1)
+    seed: int | None = None
+
+
+class Tau2ScenarioSpec(Strict):
+    """τ²-bench tasks with outcomes.
+
+    Every task runs `trials` times under every user mode × user temperature; each episode gets a
+    fresh environment with the task's initial state. The assistant's system prompt is τ²'s agent
+    instructions with the domain policy, its tools the domain's; the simulated user's prompt is
+    `user_prompt_file` with τ²'s simulation guidelines in `{guidelines}` and the task's user
+    scenario in `{scenario}`. An episode ends on a stop signal (the user's `###STOP###`,
+    `###TRANSFER###`, `###OUT-OF-SCOPE###`; the assistant's `###STOP###`), after `max_steps`
+    messages or `max_errors` failed tool calls, and is scored by τ²'s evaluator.
+    """
+
+    kind: Literal["tau2"]
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    domain: str
+    tasks: TaskSelection = TaskSelection()
+    trials: int = Field(1, ge=1, le=100)
+    assistant: str
+    user: str
+    user_modes: list[UserMode] = Field(default_factory=lambda: ["instructed"], min_length=1)
+    user_prompt_file: Path = Path("prompts/user-tau2.md")
+    temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
+    max_tokens: int = Field(256, ge=1, le=32768)
+    """Completion tokens per turn, assistant's and user's alike."""
+    max_steps: int = Field(100, ge=2, le=1000)
+    """Messages an episode may hold after its start, tool calls and results included (τ²'s max_steps; its default is 200)."""
+    max_errors: int = Field(10, ge=1, le=1000)
+    """Failed tool calls an episode may make before it ends (τ²'s max_errors)."""
+    seed: int = 0
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        if value not in TAU2_DOMAINS:
+            raise ValueError(f"unknown τ² domain {value!r} | fix: use one of {', '.join(TAU2_DOMAINS)}")
+        return value
+
+    @field_validator("temperatures")
+    @classmethod
+    def _temperatures(cls, value: list[float]) -> list[float]:
+        if any(not 0.0 <= t <= 2.0 for t in value) or len(set(value)) != len(value):
+            raise ValueError("temperatures must be distinct values in [0, 2] | fix: list each temperature once, between 0 and 2")
+        return value
+
+    @field_validator("user_modes")
+    @classmethod
+    def _modes(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("values repeat | fix: list each value once")
+        return value
