@@ -386,3 +386,17 @@ async def test_key_never_appears_in_exception_messages(fake, make_backend, monke
     for message in messages:
         assert SECRET not in message
         assert "SECRET" not in message
+
+
+async def test_a_server_without_tool_calling_stops_the_run_with_the_flags_to_add(fake, make_backend):
+    fake.default = ("json", 400, {"object": "error", "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+                                  "--tool-call-parser to be set", "type": "BadRequestError", "code": 400})
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    backend = make_backend(fake.base_url, max_retries=4)
+    with pytest.raises(BackendUnavailable, match="refuses tool calls.*--enable-auto-tool-choice --tool-call-parser.*server.tool_call_parser"):
+        await backend.generate(GenerateRequest(messages=MESSAGES, tools=tools))
+    assert len(fake.chat_requests) == 1
+    fake.default = ("text", 400, "bad request: max_tokens too large")
+    with pytest.raises(BackendError) as info:
+        await make_backend(fake.base_url).generate(GenerateRequest(messages=MESSAGES, tools=tools))
+    assert not isinstance(info.value, BackendUnavailable)

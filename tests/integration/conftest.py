@@ -11,13 +11,14 @@ from helpers import write_yaml
 
 @pytest.fixture(scope="session")
 def vllm_server():
-    """Start the embedded model on vLLM once; stop it when the session ends."""
+    """Start the embedded model on vLLM once (tool calling on, for τ² tasks); stop it when the session ends."""
     from testbed.backends.embedded import EMBEDDED_NAME, prepare_embedded_model
     from testbed.backends.vllm_server import VLLMServer, vllm_flavour
 
     if vllm_flavour() == "missing":
         pytest.fail("vLLM is not installed; run the tests through scripts/test.sh, which installs it")
-    server = VLLMServer(model_path=str(prepare_embedded_model()), served_name=EMBEDDED_NAME, startup_timeout_s=900)
+    server = VLLMServer(model_path=str(prepare_embedded_model()), served_name=EMBEDDED_NAME, startup_timeout_s=900,
+                        tool_call_parser="hermes")
     server.start()
     yield server
     server.stop()
