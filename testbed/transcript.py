@@ -111,7 +111,7 @@ class Transcript:
         if counted > len(messages) or (counted and messages[counted - 1] is not last):
             counted, users, tokens = 0, 0, 0
         for m in messages[counted:]:
-            users += m.role == "user"
+            users += m.role == "user" and not m.tool_calls
             if m.reused_from is None:
                 tokens += m.usage.completion_tokens
         if messages:
@@ -119,7 +119,7 @@ class Transcript:
         return users, tokens
 
     def user_turns(self) -> int:
-        """User messages so far, the opening one included."""
+        """User messages so far that speak (a user's tool call is not a turn), the opening one included."""
         return self._counts()[0]
 
     def completion_tokens(self) -> int:

@@ -108,9 +108,9 @@ class ServerSpec(Strict):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler):
-        """Scale options at their defaults are left out, so the ids of runs made before these options existed stay."""
+        """Scale and tool-calling options at their defaults are left out, so the ids of runs made before these options existed stay."""
         out = handler(self)
-        for name in ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization"):
+        for name in ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "tool_call_parser"):
             if getattr(self, name) == type(self).model_fields[name].default:
                 out.pop(name, None)
         return out

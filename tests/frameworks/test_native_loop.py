@@ -59,7 +59,8 @@ async def test_after_assistant_can_end_the_episode():
 
 
 def test_termination_reasons_are_stored_as_their_strings():
-    assert [str(r) for r in TerminationReason] == ["user_stop", "max_turns", "token_budget", "assistant_done", "error"]
+    assert [str(r) for r in TerminationReason] == ["user_stop", "max_turns", "token_budget", "assistant_done", "error", "transfer",
+                                                  "agent_stop", "max_steps", "too_many_errors"]
 
 
 def test_an_unknown_framework_names_the_known_ones():

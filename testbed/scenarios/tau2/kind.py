@@ -64,7 +64,7 @@ def select_tasks(scenario: ResolvedScenario) -> list[Any]:
 
 def _tool_calling_problem(agent: ResolvedAgent) -> str | None:
     spec = agent.spec
-    if spec.backend == "vllm" and spec.base_url is None and not spec.base_urls and spec.server.tool_call_parser is None:
+    if spec.managed and spec.server.tool_call_parser is None:
         return f"agent {spec.name}'s managed vLLM server would start without tool calling, which τ² tasks need"
     return None
 
