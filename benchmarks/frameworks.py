@@ -93,12 +93,12 @@ async def timed(conversations, expected: int, server_pid: int) -> Sample:
 
 
 @contextlib.contextmanager
-def mock_server(latency_ms: float, reply_words: int, cores: set[int]):
-    """The mock server as a subprocess pinned to `cores`: yields (base_url, pid)."""
+def mock_server(latency_ms: float, reply_words: int, cores: set[int], *flags: str):
+    """The mock server as a subprocess pinned to `cores`, with further command-line `flags`: yields (base_url, pid)."""
     with tempfile.TemporaryDirectory(prefix="bench-frameworks-") as tmp:
         port_file, log = Path(tmp) / "port.json", open(Path(tmp) / "server.log", "w+")
         proc = subprocess.Popen([sys.executable, str(MOCK), "--port", "0", "--port-file", str(port_file), "--latency-ms",
-                                 str(latency_ms), "--reply-words", str(reply_words), "--model", "mock"],
+                                 str(latency_ms), "--reply-words", str(reply_words), "--model", "mock", *flags],
                                 stdout=subprocess.DEVNULL, stderr=log)
         try:
             os.sched_setaffinity(proc.pid, cores)
@@ -113,6 +113,16 @@ def mock_server(latency_ms: float, reply_words: int, cores: set[int]):
             proc.terminate()
             proc.wait(10)
             log.close()
+
+
+@contextlib.contextmanager
+def measured(server_pid: int, into: dict):
+    """Time the block: its wall, client CPU and server CPU seconds, written into `into` when it ends."""
+    s0, c0, t0 = server_cpu_s(server_pid), time.process_time(), time.perf_counter()
+    try:
+        yield
+    finally:
+        into.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, server_cpu_s=server_cpu_s(server_pid) - s0)
 
 
 def sample_row(got: list[Sample]) -> dict:

@@ -58,18 +58,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import functools
 import gc
 import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import aiohttp
 import yaml
-from frameworks import Sample, machine, mock_server, pin_client, sample_row, server_cpu_s, timed
+from frameworks import Sample, machine, measured, mock_server, pin_client, sample_row, timed
 from rich.console import Console
 
 from testbed.backends.base import describe
@@ -167,19 +166,12 @@ async def testbed_batch(scenario: ResolvedScenario, store: Store, run_id: str, c
     The episodes are the run's `execute_units` call, timed by the run's `timing` hook, which is entered just
     around it, so the run's own code runs unchanged.
     """
-    episodes = Sample()
-
-    @contextlib.contextmanager
-    def timed_episodes():
-        s0, c0, t0 = server_cpu_s(server_pid), time.process_time(), time.perf_counter()
-        try:
-            yield
-        finally:
-            episodes.wall_s, episodes.cpu_s = time.perf_counter() - t0, time.process_time() - c0
-            episodes.server_cpu_s = server_cpu_s(server_pid) - s0
+    episodes, span = Sample(), {}
 
     async def run() -> tuple[int, str | None]:
-        summary = await run_scenario(scenario, store, run_id=run_id, console=console, show_progress=True, timing=timed_episodes)
+        summary = await run_scenario(scenario, store, run_id=run_id, console=console, show_progress=True,
+                                     timing=functools.partial(measured, server_pid, span))
+        episodes.wall_s, episodes.cpu_s, episodes.server_cpu_s = span["wall_s"], span["cpu_s"], span["server_cpu_s"]
         reasons = store.error_reasons(run_id)
         return 0, (f"{summary.errors} episode(s) errored, first: {reasons[0][0]}" if summary.errors and reasons else None)
 

@@ -46,15 +46,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
+import functools
 import gc
 import json
 import math
-import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -62,7 +60,7 @@ import time
 from pathlib import Path
 
 import yaml
-from frameworks import machine, pin_client, server_cpu_s
+from frameworks import machine, measured, mock_server, pin_client
 
 import testbed.scenarios.tau2.kind as tau2_kind
 from testbed.runner import run_scenario
@@ -71,7 +69,6 @@ from testbed.scenarios.tau2.evaluation import evaluate
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import Store
 
-MOCK = Path(__file__).resolve().parent / "mock_openai.py"
 MISSING_RESERVATION = "NO-SUCH-RESERVATION"
 """A reservation id the script asks for that the database lacks (checked at run time): one tool error per episode."""
 TASKS_PER_TRIAL = 50
@@ -92,27 +89,11 @@ def airline_script(d: Tau2Domain) -> list[list[dict]]:
                                                             "date": next(iter(flight.dates))}}]]
 
 
-@contextlib.contextmanager
 def scripted_mock(latency_ms: float, script: list[list[dict]], cores: set[int], folder: Path):
-    """The mock server with the tool script as a subprocess pinned to `cores`: yields (base_url, pid)."""
-    script_file, port_file = folder / "script.json", folder / "port.json"
+    """The mock server with the tool script, as a subprocess pinned to `cores`: yields (base_url, pid)."""
+    script_file = folder / "script.json"
     script_file.write_text(json.dumps(script))
-    log = open(folder / "server.log", "w+")
-    proc = subprocess.Popen([sys.executable, str(MOCK), "--port", "0", "--port-file", str(port_file), "--latency-ms", str(latency_ms),
-                             "--tool-script", str(script_file), "--model", "mock"], stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        os.sched_setaffinity(proc.pid, cores)
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise RuntimeError(f"the mock server did not start: {log.read()[-500:]}")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{json.loads(port_file.read_text())['port']}/v1", proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+    return mock_server(latency_ms, 8, cores, "--tool-script", str(script_file))
 
 
 def write_spec(folder: Path, name: str, base_url: str, episodes: int, args: argparse.Namespace) -> ResolvedScenario:
@@ -160,14 +141,7 @@ class EvaluationClock:
 async def one_run(scenario: ResolvedScenario, store: Store, run_id: str, server_pid: int) -> dict:
     """One `run_scenario` under `run_id`, its episodes timed; counts and rewards read from the store after."""
     timing: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def timed_episodes():
-        s0, c0, t0 = server_cpu_s(server_pid), time.process_time(), time.perf_counter()
-        try:
-            yield
-        finally:
-            timing.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, server_cpu_s=server_cpu_s(server_pid) - s0)
+    timed_episodes = functools.partial(measured, server_pid, timing)
 
     gc.collect()
     with EvaluationClock() as clock:
