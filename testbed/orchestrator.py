@@ -32,7 +32,7 @@ class TerminationReason(StrEnum):
     AGENT_STOP = "agent_stop"
     """τ² tasks: the assistant ended the conversation (its stop signal)."""
     MAX_STEPS = "max_steps"
-    """τ² tasks: the episode reached its step limit (messages of every kind, tool calls and results included)."""
+    """τ² tasks: the episode reached its step limit (a step is a generated message or a batch of tool results)."""
     TOO_MANY_ERRORS = "too_many_errors"
     """τ² tasks: tool calls failed more often than the task's error limit allows."""
 

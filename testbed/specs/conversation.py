@@ -11,6 +11,20 @@ from testbed.specs.agent import Strict
 from testbed.specs.scenario import ItemSelection, UserMode, known_dataset
 
 
+def distinct_temperatures(cls, value: list[float]) -> list[float]:
+    """A multi-turn spec's user temperatures: distinct, each in [0, 2]."""
+    if any(not 0.0 <= t <= 2.0 for t in value) or len(set(value)) != len(value):
+        raise ValueError("temperatures must be distinct values in [0, 2] | fix: list each temperature once, between 0 and 2")
+    return value
+
+
+def distinct_values(cls, value: list[str]) -> list[str]:
+    """A list of choices (user modes) given once each."""
+    if len(set(value)) != len(value):
+        raise ValueError("values repeat | fix: list each value once")
+    return value
+
+
 class ConversationSpec(Strict):
     """What every multi-turn scenario shares: who talks, how long, and how the user stops.
 
@@ -34,19 +48,8 @@ class ConversationSpec(Strict):
     token_budget: int = Field(4096, ge=16)
     seed: int = 0
 
-    @field_validator("temperatures")
-    @classmethod
-    def _temperatures(cls, value: list[float]) -> list[float]:
-        if any(not 0.0 <= t <= 2.0 for t in value) or len(set(value)) != len(value):
-            raise ValueError("temperatures must be distinct values in [0, 2] | fix: list each temperature once, between 0 and 2")
-        return value
-
-    @field_validator("user_modes")
-    @classmethod
-    def _modes(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("values repeat | fix: list each value once")
-        return value
+    _temperatures = field_validator("temperatures")(distinct_temperatures)
+    _modes = field_validator("user_modes")(distinct_values)
 
 
 class DialogueScenarioSpec(ConversationSpec):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from testbed.specs.agent import Strict
+from testbed.specs.conversation import distinct_temperatures, distinct_values
 from testbed.specs.scenario import UserMode
 
 TAU2_DOMAINS = ("airline", "retail", "telecom", "mock")
@@ -33,7 +34,7 @@ class Tau2ScenarioSpec(Strict):
     `user_prompt_file` with τ²'s simulation guidelines in `{guidelines}` and the task's user
     scenario in `{scenario}`. An episode ends on a stop signal (the user's `###STOP###`,
     `###TRANSFER###`, `###OUT-OF-SCOPE###`; the assistant's `###STOP###`), after `max_steps`
-    messages or `max_errors` failed tool calls, and is scored by τ²'s evaluator.
+    steps or `max_errors` failed tool calls, and is scored by τ²'s evaluator.
     """
 
     kind: Literal["tau2"]
@@ -50,7 +51,8 @@ class Tau2ScenarioSpec(Strict):
     max_tokens: int = Field(256, ge=1, le=32768)
     """Completion tokens per turn, assistant's and user's alike."""
     max_steps: int = Field(100, ge=2, le=1000)
-    """Messages an episode may hold after its start, tool calls and results included (τ²'s max_steps; its default is 200)."""
+    """Steps an episode may take after its opening, as τ² counts them: one per generated message, one per batch of tool
+    results (τ²'s max_steps; its default is 200)."""
     max_errors: int = Field(10, ge=1, le=1000)
     """Failed tool calls an episode may make before it ends (τ²'s max_errors)."""
     seed: int = 0
@@ -62,16 +64,5 @@ class Tau2ScenarioSpec(Strict):
             raise ValueError(f"unknown τ² domain {value!r} | fix: use one of {', '.join(TAU2_DOMAINS)}")
         return value
 
-    @field_validator("temperatures")
-    @classmethod
-    def _temperatures(cls, value: list[float]) -> list[float]:
-        if any(not 0.0 <= t <= 2.0 for t in value) or len(set(value)) != len(value):
-            raise ValueError("temperatures must be distinct values in [0, 2] | fix: list each temperature once, between 0 and 2")
-        return value
-
-    @field_validator("user_modes")
-    @classmethod
-    def _modes(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("values repeat | fix: list each value once")
-        return value
+    _temperatures = field_validator("temperatures")(distinct_temperatures)
+    _modes = field_validator("user_modes")(distinct_values)
