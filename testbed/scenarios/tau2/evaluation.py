@@ -21,9 +21,26 @@ TAU2_TERMINATION = {
 """τ²'s termination reason for each of the testbed's: a transfer is the user's stop signal there (`###TRANSFER###`)."""
 
 
-def evaluate(domain: Tau2Domain, task: Any, messages: list[Message], termination: TerminationReason) -> EpisodeReward:
-    """τ²'s reward for the episode (`evaluate_simulation`, every criterion but natural-language assertions, which
-    need a judge model); an episode that did not end on a stop signal scores 0, as τ² scores it."""
+NEEDS_A_JUDGE = "NL_ASSERTION"
+"""The reward part τ²'s evaluator scores with a judge model (natural-language assertions), which the testbed does not run."""
+
+
+class EvaluationFailed(RuntimeError):
+    """τ²'s evaluator raised on a finished episode; the message says why (the episode is stored as an error with it)."""
+
+
+def needs_a_judge(task: Any) -> bool:
+    """Whether the task's reward rests on natural-language assertions, which only a judge model can score."""
+    criteria = task.evaluation_criteria
+    return criteria is not None and any(getattr(b, "value", b) == NEEDS_A_JUDGE for b in criteria.reward_basis)
+
+
+def evaluate(domain: Tau2Domain, task: Any, messages: list[Message], termination: TerminationReason) -> EpisodeReward | None:
+    """τ²'s reward for the episode (`evaluate_simulation` on every criterion but natural-language assertions); an
+    episode that did not end on a stop signal scores 0, as τ² scores it. None for a task whose reward rests on
+    natural-language assertions (unscored, never a guessed reward); EvaluationFailed when the evaluator raises."""
+    if needs_a_judge(task):
+        return None
     from tau2.data_model.simulation import SimulationRun
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
     from tau2.utils.utils import get_now
@@ -31,7 +48,10 @@ def evaluate(domain: Tau2Domain, task: Any, messages: list[Message], termination
     now = get_now()
     run = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time=now, end_time=now, duration=0.0,
                         termination_reason=TAU2_TERMINATION[termination], messages=to_tau2(messages))
-    info = evaluate_simulation(run, task, EvaluationType.ALL, solo_mode=False, domain=domain.evaluation_name)
+    try:
+        info = evaluate_simulation(run, task, EvaluationType.ALL, solo_mode=False, domain=domain.evaluation_name)
+    except Exception as exc:  # the evaluator replays the episode on fresh environments; any failure there is its reason
+        raise EvaluationFailed(f"τ²'s evaluator failed on task {task.id}: {type(exc).__name__}: {str(exc)[:300]}") from exc
     breakdown = {getattr(k, "value", str(k)): float(v) for k, v in (info.reward_breakdown or {}).items()}
     details = info.model_dump(mode="json", exclude={"reward", "reward_breakdown"}, exclude_none=True)
     return EpisodeReward(float(info.reward), breakdown, details)

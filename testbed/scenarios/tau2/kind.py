@@ -22,7 +22,7 @@ from testbed.participants import TurnSampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, variant
 from testbed.scenarios.tau2.domains import INSTALL, Tau2Domain, Tau2Unavailable, domain, tau2_installed
 from testbed.scenarios.tau2.episode import Tau2Loop, start_episode
-from testbed.scenarios.tau2.evaluation import evaluate
+from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
 from testbed.specs.errors import SpecError
@@ -135,9 +135,13 @@ class Tau2Runner:
         except BackendError as exc:
             outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
         else:
-            reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
-            outcome = EpisodeOutcome(v.key, transcript.messages, "done", termination, None, reward.reward, transcript.usage(),
-                                     reward=reward)
+            try:
+                reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
+            except EvaluationFailed as exc:
+                outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, str(exc), None, transcript.usage())
+            else:
+                outcome = EpisodeOutcome(v.key, transcript.messages, "done", termination, None,
+                                         reward.reward if reward is not None else None, transcript.usage(), reward=reward)
         if tap is not None:
             records = tap.take()
             if ctx.keep_wire:

@@ -148,3 +148,29 @@ def test_the_limit_and_a_seed_select_tasks_and_trials_multiply_variants(tau2_spe
     keys = [v.key for _, vs in planned for v in vs]
     assert len({k.episode_id for k in keys}) == 12 and {k.sample_index for k in keys} == {0, 1}
     assert {k.dataset for k in keys} == {"tau2-mock"}
+
+
+def test_a_task_scored_by_natural_language_assertions_is_unscored_rather_than_guessed():
+    from tau2.data_model.tasks import RewardType
+
+    from testbed.scenarios.tau2.evaluation import evaluate
+
+    task = domain("mock").tasks[TASK]
+    criteria = task.evaluation_criteria.model_copy(update={"reward_basis": [RewardType.DB, RewardType.NL_ASSERTION]})
+    judged = task.model_copy(update={"evaluation_criteria": criteria})
+    assert evaluate(domain("mock"), judged, [], "user_stop") is None
+    assert evaluate(domain("mock"), task, [], "max_steps").reward == 0.0
+
+
+async def test_an_evaluator_failure_is_the_episode_error_with_its_turns_kept(tau2_spec, store, monkeypatch):
+    import tau2.evaluator.evaluator as tau2_evaluator
+
+    def broken(*args, **kwargs):
+        raise KeyError("no such reservation")
+
+    monkeypatch.setattr(tau2_evaluator, "evaluate_simulation", broken)
+    backends = {"assistant": ScriptedBackend(lambda r: text("Done.")), "user": ScriptedBackend(lambda r: text("Hi. ###STOP###"))}
+    summary = await run_scenario(tau2_spec(), store, backends=backends, show_progress=False)
+    (episode,) = store.episodes(summary.run_id)
+    assert episode.status == "error" and "τ²'s evaluator failed on task create_task_1: KeyError" in episode.error_reason
+    assert [m.role for m in store.messages(summary.run_id, episode.key.episode_id)] == ["system", "assistant", "user"]
