@@ -18,7 +18,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from testbed.judges.learned.doubt import stored_margin
-from testbed.judges.turns import iter_spoken_turns
 from testbed.judges.taxonomy import taxonomy
 from testbed.replay.catalog import RunCatalog
 from testbed.store import JudgeIdentity, LabelRow, Store, TurnRecord
@@ -80,7 +79,7 @@ class LabellingSession:
         least sure of come first; the person still never sees its labels.
         """
         who = annotator(name)
-        turns = {(t.episode_id, t.turn_index): t for t in iter_spoken_turns(store, catalog.run_id)}
+        turns = {(t.episode_id, t.turn_index): t for t in store.turns(catalog.run_id)}
         conditions = {e.key.episode_id: tuple(getattr(e.key, c) for c in CONDITIONS) for e in catalog.episodes}
         order = stratified_order({key: conditions[key[0]] for key in turns}, seed)
         if doubt_of is not None:

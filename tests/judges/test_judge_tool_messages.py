@@ -8,10 +8,12 @@ import pytest
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.judges.turns import spoken_turns, user_turns
+from testbed.judges.turns import user_turns
 from testbed.store import Store
 from testbed.store.labels import latest_labels
-from testbed.transcript import Message, ToolCall, ToolResult
+from testbed.store.reader import episode_turns
+from testbed.store.tool_messages import tool_columns
+from testbed.transcript import TOOL_CALLS_COLUMN, Message, ToolCall, ToolResult
 from tool_episode import ANSWER, EPISODE, GREETING, LONG_RESULT, MESSAGES, REQUEST, RUN, USER_TURN, build_tool_store
 
 HIDDEN = ("unlimited-", "RESULT-THE-USER-SAW", "SYSTEM-ONLY-WORDS", "no such tool", "get_customer_by_phone", "toggle_airplane")
@@ -37,7 +39,9 @@ def test_a_tool_result_or_a_call_with_text_is_never_the_answer():
                       tool_calls=(ToolCall("c", "get_line", "{}"),))
     messages = [*MESSAGES[:3], calling, Message("tool", LONG_RESULT, "environment", 4, tool_result=ToolResult("c", "get_line")),
                 Message("user", "Hello?", "user", 5, {"temperature": 0.0})]
-    turns = spoken_turns(EPISODE, messages)
+    rows = [{"role": m.role, "turn_index": m.turn_index, "content": m.content, TOOL_CALLS_COLUMN: tool_columns(m)[0]}
+            for m in messages]
+    turns = episode_turns(EPISODE, rows)
     assert [(t.turn_index, t.answer) for t in turns] == [(2, GREETING), (5, GREETING)]
 
 
