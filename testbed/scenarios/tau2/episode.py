@@ -15,7 +15,7 @@ from typing import Any
 
 from testbed.orchestrator import TerminationReason
 from testbed.participants import Participant
-from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2, parsed_arguments, to_tau2
+from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2, parsed_arguments
 from testbed.transcript import Message, ToolCall, ToolResult, Transcript
 
 USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": TerminationReason.TRANSFER,
@@ -121,5 +121,3 @@ class Tau2Loop:
                 if self.desk.errors >= self.max_errors:
                     return TerminationReason.TOO_MANY_ERRORS
 
-
-__all__ = ["Tau2Loop", "ToolDesk", "next_side", "start_episode", "strip_signals", "to_tau2"]
