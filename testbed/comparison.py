@@ -18,11 +18,10 @@ import pandas as pd
 from rich.console import Console
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.base import supported_modes
+from testbed.frameworks.base import frameworks_for, supported_modes
 from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.runner import RunSummary, preflight, run_scenario
-from testbed.specs.registries import FRAMEWORKS
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import default_identity
@@ -109,14 +108,14 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
                          judge: str | Path | ResolvedJudge = "local", *, console: Console | None = None,
                          show_progress: bool = True,
                          on_run: Callable[[FrameworkRun], None] | None = None) -> Comparison:
-    """Run (or resume) the scenario once per framework (default: every registered one), in order, with its wire log;
+    """Run (or resume) the scenario once per framework (default: every registered one that runs its kind), in order, with its wire log;
     label each run with `judge`; return the comparison, paired with the baseline (native) on the same episodes when
     it is among them.
 
     `on_run` is called as each framework's run and judging end (the CLI prints its line there).
     A BackendError stops the comparison as FrameworkFailed, naming the framework; what finished is kept.
     """
-    frameworks = list(frameworks or FRAMEWORKS.names())
+    frameworks = list(frameworks or frameworks_for(scenario.spec.kind))
     preflight_frameworks(scenario, frameworks)
     labeller = judge if isinstance(judge, ResolvedJudge) else load_judge(judge)
     done: list[FrameworkRun] = []
@@ -158,7 +157,11 @@ def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] |
     framework can run are left out, as `testbed compare` does); `store` is a Store or a path
     (default `$TESTBED_STORE` or `.testbed/store.sqlite`).
     """
-    frameworks = list(frameworks or FRAMEWORKS.names())
-    resolved = scenario if isinstance(scenario, ResolvedScenario) else load_comparable(scenario, frameworks)[0]
+    if not isinstance(scenario, ResolvedScenario):
+        loaded = load_scenario(scenario)
+        frameworks = list(frameworks or frameworks_for(loaded.spec.kind))
+        scenario = load_comparable(scenario, frameworks)[0]
+    frameworks = list(frameworks or frameworks_for(scenario.spec.kind))
+    resolved = scenario
     db = store if isinstance(store, Store) else Store(store)
     return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress))

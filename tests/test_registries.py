@@ -56,12 +56,12 @@ def test_every_framework_declares_what_it_can_run_without_importing_its_package(
     import subprocess
     import sys
 
-    assert FRAMEWORKS.names() == ("native", "autogen", "langgraph", "camel")
+    assert FRAMEWORKS.names() == ("native", "autogen", "langgraph", "camel", "tau2")
     assert [n for n in FRAMEWORKS.names() if FRAMEWORKS.entry(n).baseline] == ["native"]
     assert [n for n in FRAMEWORKS.names() if not FRAMEWORKS.entry(n).owns_client] == ["native"]
     code = ("import sys; from testbed.specs.registries import FRAMEWORKS;"
             "[FRAMEWORKS.entry(n).kinds for n in FRAMEWORKS.names()];"
-            "print(sorted(m for m in ('autogen_agentchat', 'langgraph', 'camel', 'langchain_openai') if m in sys.modules))")
+            "print(sorted(m for m in ('autogen_agentchat', 'langgraph', 'camel', 'langchain_openai', 'tau2', 'litellm') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
     for name in FRAMEWORKS.names():
         assert FRAMEWORKS.entry(name).framework.rpartition(":")[2].endswith("Framework")

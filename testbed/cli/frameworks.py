@@ -17,7 +17,7 @@ from testbed.store.sqlite_store import StoreError
 
 COMPARE_FORMATS = ("table", "markdown", "csv", "json")
 EVERY_FRAMEWORK = ",".join(FRAMEWORKS.names())
-"""`--frameworks`' default: every registered framework, in registration order."""
+"""Every registered framework, in registration order (`--frameworks` defaults to those that run the scenario's kind)."""
 
 
 def _frameworks(names: str) -> list[str]:
@@ -37,7 +37,7 @@ def _frameworks(names: str) -> list[str]:
 @app.command()
 def compare(
     spec: Annotated[str, typer.Argument(help="scenario spec: a YAML path or a built-in name (e.g. dialogue-gsm8k)")],
-    frameworks: Annotated[str, typer.Option("--frameworks", help=f"comma-separated: {EVERY_FRAMEWORK}")] = EVERY_FRAMEWORK,
+    frameworks: Annotated[Optional[str], typer.Option("--frameworks", help=f"comma-separated, of {EVERY_FRAMEWORK} (default: every one that runs the scenario's kind)")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="number of dataset items")] = None,
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes (default: those every framework compared can run)")] = None,
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
@@ -50,14 +50,15 @@ def compare(
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
     and print the frameworks side by side, paired with `native` on the same episodes."""
     from testbed.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
-    from testbed.frameworks.base import FrameworkNotInstalled
+    from testbed.frameworks.base import FrameworkNotInstalled, frameworks_for
+    from testbed.specs.loader import load_scenario
     from testbed.judges.specs import load_judge
 
     if format not in COMPARE_FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(COMPARE_FORMATS)}")
-    chosen = _frameworks(frameworks)
     out = console if format == "table" else err_console
     try:
+        chosen = _frameworks(frameworks) if frameworks is not None else frameworks_for(load_scenario(spec).spec.kind)
         scenario, left_out = load_comparable(spec, chosen, assistant=assistant, user=user, limit=limit, user_modes=split_list(user_modes))
         if left_out:
             say(f"user mode(s) {', '.join(left_out)} left out: not every framework compared can run them "

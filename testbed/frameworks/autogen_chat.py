@@ -65,6 +65,12 @@ class AutoGenFramework:
 
     name = "autogen"
 
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.autogen_tools)."""
+        from testbed.frameworks.autogen_tools import run_task
+
+        return await run_task(episode)
+
     async def converse(self, transcript: Transcript, assistant, user, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Run the team from the opening user turn until one of its termination conditions fires."""

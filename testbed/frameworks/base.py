@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from testbed.orchestrator import Limits, TerminationReason
 from testbed.participants import Participant
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
 from testbed.transcript import Message, Transcript
+
+if TYPE_CHECKING:
+    from testbed.frameworks.tool_episode import ToolEpisode
 
 AfterAssistant = Callable[[Message, Transcript], TerminationReason | None]
 
@@ -32,6 +35,11 @@ class Framework(Protocol):
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Alternate the participants from whoever is next until a limit, a stop or `after_assistant` ends it."""
+
+    async def run_task(self, episode: "ToolEpisode") -> TerminationReason:
+        """Run a τ² task (testbed.frameworks.tool_episode): the assistant with the domain's tools, the user with its
+        goal, every tool call executed and every message recorded through `episode`; return why it ended.
+        Only frameworks whose entry lists the `tau2` kind have it."""
 
 
 def framework(name: str = "native") -> Framework:
@@ -57,6 +65,11 @@ def _importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def frameworks_for(kind: str) -> list[str]:
+    """The registered frameworks that can run a scenario of `kind`, in registration order (`compare`'s default)."""
+    return [n for n in FRAMEWORKS.names() if FRAMEWORKS.entry(n).kinds is None or kind in FRAMEWORKS.entry(n).kinds]
 
 
 def supported_modes(name: str, modes) -> list[str]:

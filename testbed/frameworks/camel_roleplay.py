@@ -191,6 +191,12 @@ class CamelFramework:
 
     name = "camel"
 
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.camel_tools)."""
+        from testbed.frameworks.camel_tools import run_task
+
+        return await run_task(episode)
+
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Run the role-playing from the opening user turn; return why it ended."""

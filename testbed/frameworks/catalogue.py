@@ -12,8 +12,9 @@ from testbed.specs.registries import FrameworkEntry
 NATIVE = FrameworkEntry("native", "testbed.frameworks.native:NativeFramework", owns_client=False, baseline=True)
 """The testbed's own turn loop: any kind, user mode and backend; the baseline `compare` pairs the others with."""
 
-_AGENT_FRAMEWORK = dict(kinds=("dialogue",), user_modes=("instructed",), extra="frameworks", backends=("vllm", "openai"))
-"""What the agent frameworks can run: dialogues, with an instructed user, against OpenAI-compatible servers.
+_AGENT_FRAMEWORK = dict(kinds=("dialogue", "tau2"), user_modes=("instructed",), extra="frameworks", backends=("vllm", "openai"))
+"""What the agent frameworks can run: dialogues and τ² tasks (the assistant with the domain's tools), with an
+instructed user, against OpenAI-compatible servers.
 Raw user mode needs the chat template's user turn continued, which no framework's model client can
 ask for; information gathering releases a persona's hidden facts turn by turn, which a framework
 agent's fixed system message cannot do; the probe has no turn loop to hand over."""
@@ -26,3 +27,6 @@ LANGGRAPH = FrameworkEntry("langgraph", "testbed.frameworks.langgraph_graph:Lang
 """LangGraph: a two-node state graph with conditional edges."""
 CAMEL = FrameworkEntry("camel", "testbed.frameworks.camel_roleplay:CamelFramework", modules=("camel",), **_AGENT_FRAMEWORK)
 """CAMEL: a role-playing society of two chat agents."""
+TAU2 = FrameworkEntry("tau2", "testbed.frameworks.tau2_orchestrator:Tau2Framework", kinds=("tau2",), user_modes=("instructed",),
+                      backends=("vllm", "openai"), modules=("tau2.orchestrator.orchestrator", "litellm"), extra="tau2")
+"""τ²-bench's own orchestrator, agent and user simulator (through litellm): the benchmark's reference loop."""

@@ -52,6 +52,12 @@ class LangGraphFramework:
 
     name = "langgraph"
 
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.langgraph_tools)."""
+        from testbed.frameworks.langgraph_tools import run_task
+
+        return await run_task(episode)
+
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Run the graph from the opening user turn until an edge ends it; return the reason it decided."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from testbed.frameworks.base import AfterAssistant
+from testbed.frameworks.tool_episode import ToolEpisode, step_loop
 from testbed.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.participants import Participant
 from testbed.transcript import Transcript
@@ -35,3 +36,7 @@ class NativeFramework:
             if reason := limits.first_stop(transcript, user_stopped=stopped):
                 return reason
             user_next = False
+
+    async def run_task(self, episode: ToolEpisode) -> TerminationReason:
+        """Run a τ² task with the testbed's step loop (τ²'s orchestrator, step for step)."""
+        return await step_loop(episode)

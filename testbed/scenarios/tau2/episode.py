@@ -1,20 +1,16 @@
-"""One τ² episode: a fresh environment with the task's initial state, the assistant ⇄ user ⇄ tools loop, τ²'s stop rules.
+"""One τ² episode's parts: a fresh environment with the task's initial state, its tool desk, τ²'s stop signals.
 
-The loop follows τ²'s orchestrator step for step: a generated message goes to the user, the
-assistant or, when it calls tools, to the environment, whose results go back to whoever called.
-A step is one generation or one batch of tool results; the step and tool-error limits are checked
-whenever the next message is not for the environment. Stop signals are events, stripped from the
-stored text like every end marker: the user's `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`,
-the assistant's `###STOP###`.
+Stop signals are events, stripped from the stored text like every end marker: the user's
+`###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`, the assistant's `###STOP###`. The loop that
+runs an episode, and its step rules, are testbed.frameworks.tool_episode's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from testbed.orchestrator import TerminationReason
-from testbed.participants import Participant
 from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2, parsed_arguments
 from testbed.transcript import Message, ToolCall, ToolResult, Transcript
 
@@ -83,41 +79,3 @@ def next_side(last: Message) -> str:
     if last.role == "tool":
         return last.tool_result.requestor if last.tool_result is not None else "assistant"
     return "user" if last.role == "assistant" else "assistant"
-
-
-@dataclass
-class Tau2Loop:
-    """Runs one episode on `transcript` until a stop signal or a limit; returns why it ended."""
-
-    assistant: Participant
-    user: Participant
-    desk: ToolDesk
-    max_steps: int
-    max_errors: int
-    steps: int = field(default=0, init=False)
-
-    async def run(self, transcript: Transcript) -> TerminationReason:
-        """Step until the episode ends; a BackendError from either side propagates with the transcript so far."""
-        side = next_side(transcript.messages[-1])
-        while True:
-            if side == "environment":
-                caller = transcript.messages[-1]
-                for call in caller.tool_calls:
-                    transcript.append(self.desk.answer(call, caller.role, transcript.next_turn))
-                side = caller.role
-            else:
-                speaker = self.user if side == "user" else self.assistant
-                message, signal = strip_signals(await speaker.respond(transcript),
-                                                USER_SIGNALS if side == "user" else (AGENT_SIGNAL,))
-                if message.content or message.tool_calls or signal is None:
-                    transcript.append(message)
-                if signal is not None:
-                    return USER_SIGNALS[signal] if side == "user" else TerminationReason.AGENT_STOP
-                side = next_side(message)
-            self.steps += 1
-            if side != "environment":
-                if self.steps >= self.max_steps:
-                    return TerminationReason.MAX_STEPS
-                if self.desk.errors >= self.max_errors:
-                    return TerminationReason.TOO_MANY_ERRORS
-

@@ -17,11 +17,15 @@ from typing import Any
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.factory import served_model_name
 from testbed.concurrency import gather_or_cancel
+from testbed.frameworks import framework
+from testbed.frameworks.base import owns_client
+from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import ERROR
 from testbed.participants import TurnSampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, variant
+from testbed.scenarios.dialogue import check_servers as stop_if_servers_gone
 from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed
-from testbed.scenarios.tau2.episode import Tau2Loop, start_episode
+from testbed.scenarios.tau2.episode import start_episode
 from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
@@ -123,17 +127,19 @@ class Tau2Runner:
         d = domain(spec.domain)
         assistant, user = self._participants(d, task, v)
         transcript, desk = start_episode(task, d.new_environment, assistant_prompt(d.policy), ctx.scenario.assistant.spec.name)
-        tap = ctx.wire.open_tap(retry=False) if ctx.wire is not None else None
+        tap = ctx.wire.open_tap(retry=owns_client(ctx.framework)) if ctx.wire is not None else None
         if tap is not None:
             assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
-        loop = Tau2Loop(assistant, user, desk, spec.max_steps, spec.max_errors)
+        episode = ToolEpisode(transcript, assistant, user, desk, spec.max_steps, spec.max_errors)
         try:
             async with ctx.slot():
-                termination = await loop.run(transcript)
+                termination = await framework(ctx.framework).run_task(episode)
         except BackendUnavailable:
             raise
         except BackendError as exc:
-            outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, exc.reason, None, transcript.usage())
+            await stop_if_servers_gone(ctx)
+            reason = exc.reason if tap is None or tap.gave_up is None else f"{ctx.framework}: {tap.gave_up}"
+            outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, reason, None, transcript.usage())
         else:
             try:
                 reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)

@@ -66,12 +66,13 @@ class SilentUser:
 async def oracle_episode(domain_name: str, task_id: str, assistant: Any = None):
     """Play one task with the oracle (or `assistant`) and a silent user; the transcript, termination and τ²'s reward."""
     from testbed.scenarios.tau2.domains import domain
-    from testbed.scenarios.tau2.episode import Tau2Loop, start_episode
+    from testbed.frameworks.tool_episode import ToolEpisode, step_loop
+    from testbed.scenarios.tau2.episode import start_episode
     from testbed.scenarios.tau2.evaluation import evaluate
 
     d = domain(domain_name)
     task = d.tasks[task_id]
     transcript, desk = start_episode(task, d.new_environment, "oracle", "oracle")
-    loop = Tau2Loop(assistant or OracleAssistant.for_task(task), SilentUser(), desk, max_steps=200, max_errors=10)
-    termination = await loop.run(transcript)
+    episode = ToolEpisode(transcript, assistant or OracleAssistant.for_task(task), SilentUser(), desk, max_steps=200, max_errors=10)
+    termination = await step_loop(episode)
     return transcript, termination, evaluate(d, task, transcript.messages, termination)
