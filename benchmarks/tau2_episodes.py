@@ -138,14 +138,16 @@ class EvaluationClock:
         tau2_kind.evaluate = evaluate
 
 
-async def one_run(scenario: ResolvedScenario, store: Store, run_id: str, server_pid: int) -> dict:
-    """One `run_scenario` under `run_id`, its episodes timed; counts and rewards read from the store after."""
+async def one_run(scenario: ResolvedScenario, store: Store, run_id: str, server_pid: int, framework: str = "native",
+                  wire: bool | None = None) -> dict:
+    """One `run_scenario` under `run_id` (by `framework`), its episodes timed; counts and rewards read from the store after."""
     timing: dict[str, float] = {}
     timed_episodes = functools.partial(measured, server_pid, timing)
 
     gc.collect()
     with EvaluationClock() as clock:
-        summary = await run_scenario(scenario, store, run_id=run_id, show_progress=False, timing=timed_episodes)
+        summary = await run_scenario(scenario, store, run_id=run_id, show_progress=False, timing=timed_episodes,
+                                     framework=framework, wire=wire)
     episodes = store.episodes(run_id)
     rewards = store.rewards(run_id)
     turns = calls = errors = 0
