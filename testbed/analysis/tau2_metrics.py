@@ -1,5 +1,5 @@
-"""τ² task metrics: success as τ² defines it, pass^k over repeated trials, the reward's interval, and tool
-use counted from stored messages."""
+"""τ² task metrics: success as τ² defines it, pass^k over repeated trials, the reward's interval, tool
+use counted from stored messages, and how much of the spread over trials each side's seed makes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from testbed.analysis.stats import wilson_interval
+from testbed.specs.tau2 import VARY_SEEDS_KEY
 from testbed.store import Store
 
 SUCCESS_TOLERANCE = 1e-6
@@ -121,3 +123,104 @@ def tool_counts(store: Store, run_id: str) -> dict[str, ToolCounts]:
     """Every finished episode's tool use that has messages, by episode id; the messages are streamed in
     batches and only the four counts kept."""
     return {eid: episode_tool_counts(messages) for eid, messages in store.iter_messages(run_id)}
+
+
+VARY_BOTH = "both"
+VARIED_SIDES = ("user", "assistant")
+"""The `vary_seeds` values that hold one side fixed: the seed reliability columns compare these two."""
+
+
+@dataclass(frozen=True)
+class EpisodeSeeding:
+    """How one episode's seeds were chosen, as its stored messages record it."""
+
+    vary_seeds: str
+    """Whose seed varied across the task's trials (testbed.specs.tau2.VarySeeds): `user`, `assistant` or `both`."""
+    temperature: float
+    """The highest sampling temperature any of its generated messages asked for (either side); nan when none says."""
+
+
+def episode_seeding(messages: Iterable) -> EpisodeSeeding:
+    """An episode's seeding from its messages: `vary_seeds` in a generated message's sampling (absent: `both`, as
+    every episode of a run without the field), and its highest sampling temperature."""
+    vary, temperatures = VARY_BOTH, []
+    for m in messages:
+        if m.sampling:
+            vary = m.sampling.get(VARY_SEEDS_KEY, vary)
+            if isinstance(m.sampling.get("temperature"), (int, float)):
+                temperatures.append(float(m.sampling["temperature"]))
+    return EpisodeSeeding(vary, max(temperatures) if temperatures else math.nan)
+
+
+def run_seeding(store: Store, run_id: str) -> dict[str, EpisodeSeeding]:
+    """Every finished episode's seeding, by episode id, messages streamed in batches."""
+    return {eid: episode_seeding(messages) for eid, messages in store.iter_messages(run_id)}
+
+
+def trial_variance(rewards_by_task: Iterable[Sequence[float]]) -> tuple[float, int]:
+    """The mean over tasks of the variance of reward across a task's trials (the unbiased one, n − 1), and how
+    many tasks it is over: a task with fewer than two trials has no spread to measure and is left out (nan: none)."""
+    spreads = [float(np.var(np.asarray(r, dtype=float), ddof=1)) for r in rewards_by_task if len(r) >= 2]
+    return (sum(spreads) / len(spreads) if spreads else math.nan), len(spreads)
+
+
+RELIABILITY_COLUMNS = ["vary_seeds", "tasks", "trials", "trial_variance", "variance_tasks"]
+"""`seed_reliability`'s columns after the condition group; `pass_hat_<k>` follow."""
+
+
+def seed_reliability(store: Store, run_id: str, episodes: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
+    """One row per condition `group` × `vary_seeds` of a τ² run's scored finished episodes (`episodes`: the run's
+    episodes_df): tasks, the fewest trials of any task, the mean across-trial reward variance
+    (`trial_variance`, over `variance_tasks` tasks with two trials or more), τ²'s pass^k up to the fewest trials,
+    and the highest sampling temperature any message of the row asked for (`max_temperature`)."""
+    seeding = run_seeding(store, run_id)
+    scored = episodes[(episodes.status == "done") & episodes.task_score.notna()]
+    scored = scored.assign(vary_seeds=[seeding[e].vary_seeds if e in seeding else VARY_BOTH for e in scored.episode_id],
+                           max_temperature=[seeding[e].temperature if e in seeding else math.nan for e in scored.episode_id])
+    rows = []
+    for keys, g in scored.groupby([*group, "vary_seeds"], sort=True, dropna=False):
+        per_task = [[float(r) for r in t.task_score] for _, t in g.groupby("item_id")]
+        variance, counted = trial_variance(per_task)
+        rows.append({**dict(zip([*group, "vary_seeds"], keys)), "tasks": len(per_task), "trials": min(map(len, per_task)),
+                     "trial_variance": variance, "variance_tasks": counted, "max_temperature": g.max_temperature.max(),
+                     **{f"pass_hat_{k}": v for k, v in pass_hat_ks([(len(r), sum(map(is_success, r))) for r in per_task]).items()}})
+    return pd.DataFrame(rows, columns=None if rows else [*group, *RELIABILITY_COLUMNS])
+
+
+ZERO_SPREAD_AT_T0 = ("every message was sampled at temperature 0: on a deterministic server seeds change nothing, so no "
+                     "spread over trials is expected")
+"""The reliability note of a condition whose trials do not spread at all when nothing was sampled above temperature 0."""
+ZERO_SPREAD = "no spread over trials under either seed"
+"""The reliability note of a condition whose trials do not spread at all although something was sampled above 0."""
+
+
+def reliability_columns(store: Store, run_id: str, episodes: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
+    """The seed reliability of a τ² run side by side, one row per condition `group`: for `vary_seeds` user and
+    assistant (and both, when the run has it too) `vary_<side>_pass_hat_<k>`, `vary_<side>_trial_variance` and
+    `vary_<side>_trials`; `user_variance_share`, the user-varied spread's share of the two one-sided spreads
+    (var_user / (var_user + var_assistant): a ratio, not an additive split, since the sides may interact); and
+    `vary_note` when no trials spread. Only the group columns when the run varied no single side."""
+    long = seed_reliability(store, run_id, episodes, group)
+    if long.empty or not long.vary_seeds.isin(VARIED_SIDES).any():
+        return pd.DataFrame(columns=list(group))
+    rows = []
+    for keys, g in long.groupby(list(group), sort=True, dropna=False):
+        row = dict(zip(group, keys if isinstance(keys, tuple) else (keys,)))
+        for r in g.itertuples(index=False):
+            side = r._asdict()
+            row[f"vary_{r.vary_seeds}_trials"] = r.trials
+            row[f"vary_{r.vary_seeds}_trial_variance"] = r.trial_variance
+            row.update({f"vary_{r.vary_seeds}_{c}": v for c, v in side.items() if c.startswith("pass_hat_") and v == v})
+        user, assistant = (row.get(f"vary_{s}_trial_variance", math.nan) for s in VARIED_SIDES)
+        row["user_variance_share"] = user / (user + assistant) if user + assistant > 0 else math.nan
+        spreads = [v for v in g.trial_variance if v == v]
+        still = bool(spreads) and all(v == 0 for v in spreads)
+        row["vary_note"] = (ZERO_SPREAD_AT_T0 if g.max_temperature.max() == 0 else ZERO_SPREAD) if still else ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def with_seed_reliability(report: pd.DataFrame, store: Store, run_id: str, episodes: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
+    """`report` (one row per condition `group`) with `reliability_columns` joined on, when the run varied one side."""
+    reliability = reliability_columns(store, run_id, episodes, group)
+    return report if reliability.empty else report.merge(reliability, on=list(group), how="left")

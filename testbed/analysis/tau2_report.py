@@ -8,7 +8,8 @@ import math
 import pandas as pd
 
 from testbed.analysis.conversation_report import GROUP, conversation_report
-from testbed.analysis.tau2_metrics import ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts
+from testbed.analysis.tau2_metrics import (ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts,
+                                          with_seed_reliability)
 from testbed.specs.registries import ReportEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df
@@ -31,8 +32,10 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     when every reward is 0 or 1, else a seeded bootstrap (`reward_interval` says which). `pass_hat_<k>` is τ²'s pass^k over the group's
     tasks for k up to the fewest finished trials of any of them (NaN above it); `breakdown_<part>` the mean
     of each reward part over the episodes scored on it; `user_tool_*` columns appear when a user called a
-    tool anywhere in the run. The rest (terminations as `end_<reason>`, user turns, follow-up rate, label
-    shares, drift) is testbed.analysis.conversation_report's.
+    tool anywhere in the run; `vary_<side>_*` columns (tau2_metrics.reliability_columns) when the run held one
+    side's seed fixed across trials (`vary_seeds`), the rows themselves pooling every vary_seeds. The rest
+    (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
+    testbed.analysis.conversation_report's.
     """
     episodes = episodes_df(store, run_id, exact=True)
     conversation = conversation_report(store, run_id, judge)
@@ -45,6 +48,7 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
+    tau2 = with_seed_reliability(tau2, store, run_id, episodes, GROUP)
     conversation = conversation.drop(columns=[c for c in REPLACED if c in conversation])
     lead = conversation[[*GROUP, "episodes", "errors"]]
     return lead.merge(tau2, on=GROUP, how="left").merge(conversation.drop(columns=["episodes", "errors"]), on=GROUP, how="left")

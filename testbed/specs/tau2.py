@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_serializer
 
 from testbed.specs.agent import Strict
 from testbed.specs.conversation import distinct_temperatures, distinct_values
@@ -13,6 +13,12 @@ from testbed.specs.scenario import UserMode
 
 TAU2_DOMAINS = ("airline", "retail", "telecom", "mock")
 """The domains a spec may name (testbed.scenarios.tau2.domains.DOMAINS checks against the installed package)."""
+VarySeeds = Literal["both", "user", "assistant"]
+"""Whose sampling seed changes from one trial of a task to the next: both sides' (`both`), only the simulated user's
+(`user`: the assistant's seed is the same in every trial of a task) or only the assistant's (`assistant`)."""
+VARY_SEEDS_KEY = "vary_seeds"
+"""The key of a generated message's sampling metadata that records its episode's `vary_seeds` when it is not `both`
+(absent: `both`, as in every episode stored before the field existed)."""
 
 
 class TaskSelection(Strict):
@@ -28,7 +34,7 @@ class TaskSelection(Strict):
 class Tau2ScenarioSpec(Strict):
     """τ²-bench tasks with outcomes.
 
-    Every task runs `trials` times under every user mode × user temperature; each episode gets a
+    Every task runs `trials` times under every user mode × user temperature × `vary_seeds`; each episode gets a
     fresh environment with the task's initial state. The assistant's system prompt is τ²'s agent
     instructions with the domain policy, its tools the domain's; the simulated user's prompt is
     `user_prompt_file` with τ²'s simulation guidelines in `{guidelines}` and the task's user
@@ -56,6 +62,25 @@ class Tau2ScenarioSpec(Strict):
     max_errors: int = Field(10, ge=1, le=1000)
     """Failed tool calls an episode may make before it ends (τ²'s max_errors)."""
     seed: int = 0
+    vary_seeds: list[VarySeeds] = Field(default_factory=lambda: ["both"], min_length=1)
+    """Whose seed varies across trials, one grid condition per value (VarySeeds): `[user, assistant]` with
+    `trials: 5` runs every task five times with the assistant's seed fixed and five times with the user's fixed, so
+    the tau2 report can tell how much of the spread over trials each side makes. At temperature 0 on a
+    deterministic server seeds change nothing and both spreads are 0. An agent whose spec fixes `sampling.seed`
+    keeps it: under `both` and `user` that is the assistant's seed in every trial; `assistant` refuses it."""
+
+    @property
+    def dataset(self) -> str:
+        """The dataset name its episodes are stored under (`tau2-<domain>`), the field a probe or dialogue names."""
+        return f"tau2-{self.domain}"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """`vary_seeds` at its default is left out, so the ids of runs made before it existed stay."""
+        out = handler(self)
+        if self.vary_seeds == ["both"]:
+            out.pop("vary_seeds", None)
+        return out
 
     @field_validator("domain")
     @classmethod
@@ -66,3 +91,4 @@ class Tau2ScenarioSpec(Strict):
 
     _temperatures = field_validator("temperatures")(distinct_temperatures)
     _modes = field_validator("user_modes")(distinct_values)
+    _vary = field_validator("vary_seeds")(distinct_values)

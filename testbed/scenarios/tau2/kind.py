@@ -1,4 +1,5 @@
-"""τ²-bench tasks as a scenario kind: units are tasks, variants are user mode × user temperature × trial.
+"""τ²-bench tasks as a scenario kind: units are tasks, variants are user mode × user temperature × whose seed varies
+(`vary_seeds`) × trial.
 
 Everything τ² provides (tasks, policies, tools, guidelines, evaluator) is read from the installed
 package when the scenario loads; a bad domain, task id or split, a missing package, a raw user on a
@@ -22,7 +23,7 @@ from testbed.frameworks.base import owns_client
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import ERROR
 from testbed.participants import TurnSampling
-from testbed.scenarios.base import EpisodeVariant, RunContext, emit, variant
+from testbed.scenarios.base import EpisodeVariant, RunContext, emit, stable_hash, variant
 from testbed.scenarios.dialogue import check_servers as stop_if_servers_gone
 from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed
 from testbed.scenarios.tau2.episode import start_episode
@@ -32,8 +33,9 @@ from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_pr
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.registries import ScenarioKindEntry
-from testbed.specs.tau2 import Tau2ScenarioSpec
+from testbed.specs.tau2 import VARY_SEEDS_KEY, Tau2ScenarioSpec
 from testbed.store import EpisodeKey, EpisodeOutcome
+from testbed.transcript import Message
 from testbed.wire.attribution import attribute
 from testbed.wire.routing import routed
 
@@ -98,6 +100,51 @@ def check_servers(scenario: ResolvedScenario) -> None:
                             "add `server: {tool_call_parser: hermes}` (a parser that fits the model's chat template)")
 
 
+@dataclass(frozen=True, slots=True)
+class Tau2Variant(EpisodeVariant):
+    """A τ² episode to run: its key, its own seed (from its id), whose seed varies across trials, and the seed of the
+    side held fixed (the same in every trial of the task; unused under `both`)."""
+
+    vary_seeds: str = "both"
+    fixed_seed: int = 0
+
+
+def fixed_seed(spec: Tau2ScenarioSpec, task_id: str, side: str) -> int:
+    """The seed `side` keeps in every trial of a task when only the other side's varies: one per task, side and
+    spec seed, the same under every user mode, temperature and user model, so conditions differ only where they must."""
+    return int(stable_hash(spec.kind, task_id, spec.seed, side, "fixed-seed")[:8], 16)
+
+
+TurnSeed = tuple[int, bool]
+"""A side's base seed and whether the turn index is added to it (TurnSampling.seed_per_turn)."""
+
+
+def side_seeds(v: EpisodeVariant, agent_seed: int | None) -> tuple[TurnSeed, TurnSeed]:
+    """The assistant's and the user's (seed, per turn) for one episode.
+
+    `both` (as before `vary_seeds` existed): the assistant's agent seed when its spec fixes one, else the episode's;
+    the user's the episode's. `user`: the assistant's agent seed or the task's fixed seed; the user's the episode's.
+    `assistant`: the assistant's the episode's, the user's the task's fixed seed. A seed of the episode's or the
+    task's own is offset by the turn index, so turns of one episode do not draw alike; an agent's own seed is not.
+    """
+    vary = v.vary_seeds if isinstance(v, Tau2Variant) else "both"
+    own = (agent_seed, False) if agent_seed is not None else None
+    if vary == "user":
+        return own or (v.fixed_seed, True), (v.seed, True)
+    if vary == "assistant":
+        return (v.seed, True), (v.fixed_seed, True)
+    return own or (v.seed, True), (v.seed, True)
+
+
+def marked(messages: list[Message], v: EpisodeVariant) -> list[Message]:
+    """The episode's messages with its `vary_seeds` in every generated message's sampling (`VARY_SEEDS_KEY`), so the
+    condition is read back per episode; under `both` they are left as they are, as before the field existed."""
+    vary = v.vary_seeds if isinstance(v, Tau2Variant) else "both"
+    if vary == "both":
+        return messages
+    return [replace(m, sampling={**m.sampling, VARY_SEEDS_KEY: vary}) if m.sampling is not None else m for m in messages]
+
+
 @dataclass
 class Tau2Runner:
     """Runs every trial of one task; each is its own episode with a fresh environment."""
@@ -114,12 +161,12 @@ class Tau2Runner:
     def _participants(self, d: Tau2Domain, task: Any, v: EpisodeVariant):
         s, spec, ctx = self.context.scenario, self.context.scenario.spec, self.context
         a = s.assistant.spec.sampling
+        (a_seed, a_per_turn), (u_seed, u_per_turn) = side_seeds(v, a.seed)
         assistant = ToolAssistant(s.assistant, ctx.backends["assistant"], d.tools, ctx.tokens(s.assistant),
-                                  TurnSampling(a.temperature, spec.max_tokens, a.top_p, a.seed if a.seed is not None else v.seed,
-                                               a.seed is None))
+                                  TurnSampling(a.temperature, spec.max_tokens, a.top_p, a_seed, a_per_turn))
         prompt = user_prompt(s.user_prompt or "{guidelines}\n\n<scenario>\n{scenario}\n</scenario>", task, with_tools=bool(d.user_tools))
         user = GoalUser(s.user, ctx.backends["user"], v.key.user_mode, prompt, d.user_tools, ctx.tokens(s.user),
-                        TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, v.seed, True))
+                        TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, u_seed, u_per_turn))
         return assistant, user
 
     async def _one(self, task: Any, v: EpisodeVariant) -> None:
@@ -139,20 +186,29 @@ class Tau2Runner:
         except BackendError as exc:
             await stop_if_servers_gone(ctx)
             reason = exc.reason if tap is None or tap.gave_up is None else f"{ctx.framework}: {tap.gave_up}"
-            outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, reason, None, transcript.usage())
+            outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, reason, None, transcript.usage())
         else:
             try:
                 reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
             except EvaluationFailed as exc:
-                outcome = EpisodeOutcome(v.key, transcript.messages, "error", ERROR, str(exc), None, transcript.usage())
+                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, str(exc), None, transcript.usage())
             else:
-                outcome = EpisodeOutcome(v.key, transcript.messages, "done", termination, None,
+                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "done", termination, None,
                                          reward.reward if reward is not None else None, transcript.usage(), reward=reward)
         if tap is not None:
             records = tap.take()
             if ctx.keep_wire:
                 outcome = replace(outcome, wire=attribute(records, transcript))
         await emit(ctx.sink, outcome)
+
+
+def check_seeds(scenario: ResolvedScenario) -> None:
+    """Refuse `vary_seeds: assistant` for an assistant whose spec fixes its seed: it could not vary."""
+    seed = scenario.assistant.spec.sampling.seed
+    if "assistant" in scenario.spec.vary_seeds and seed is not None:
+        raise SpecError(scenario.path, "vary_seeds",
+                        f"the assistant's seed cannot vary across trials: agent {scenario.assistant.spec.name} fixes sampling.seed: {seed}",
+                        "drop sampling.seed from the agent spec, or drop `assistant` from vary_seeds")
 
 
 def scenario_identity(scenario: ResolvedScenario) -> tuple:
@@ -166,20 +222,26 @@ class Tau2Kind:
     """τ² tasks as a scenario kind."""
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
-        """Every selected task with its variants: user mode × temperature × trial, with stable ids."""
+        """Every selected task with its variants: user mode × temperature × vary_seeds × trial, with stable ids
+        (`vary_seeds` joins an id only when it is not `both`, so ids made before it existed stay)."""
         check_servers(scenario)
+        check_seeds(scenario)
         spec, a, u = scenario.spec, scenario.assistant, scenario.user
-        identity, source = scenario_identity(scenario), f"tau2-{spec.domain}"
+        identity, source = scenario_identity(scenario), spec.dataset
         out = []
         for task in select_tasks(scenario):
             variants = []
+            fixed = {side: fixed_seed(spec, task.id, side) for side in ("assistant", "user")}
             for mode in spec.user_modes:
                 for temperature in spec.temperatures:
-                    for trial in range(spec.trials):
-                        def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id) -> EpisodeKey:
-                            return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
-                                              served_model_name(u.spec), mode, temperature, trial, "none")
-                        variants.append(variant((spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed), key))
+                    for vary in spec.vary_seeds:
+                        for trial in range(spec.trials):
+                            def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id) -> EpisodeKey:
+                                return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                                  served_model_name(u.spec), mode, temperature, trial, "none")
+                            parts = (spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed)
+                            v = variant(parts + ((vary,) if vary != "both" else ()), key)
+                            variants.append(Tau2Variant(v.key, v.seed, vary, fixed["assistant" if vary == "user" else "user"]))
             out.append((task, variants))
         return out
 
