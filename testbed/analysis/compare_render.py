@@ -17,19 +17,40 @@ from testbed.analysis.framework_compare import label_mix_text
 from testbed.terminal_text import neutralised
 
 
+def _absent(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _rate(r: pd.Series, key: str, lo: str, hi: str) -> str:
     value = r.get(key)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _absent(value):
         return "n/a"
     return f"{value:.1%} ({r[lo]:.0%}–{r[hi]:.0%})"
 
 
 def _num(value, fmt: str = "{:.1f}") -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt.format(value)
+    return "n/a" if _absent(value) else fmt.format(value)
 
 
 def _signed(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.1%}"
+    return "n/a" if _absent(value) else f"{value:+.1%}"
+
+
+def _pass_hat_text(r: pd.Series) -> str:
+    values = sorted((int(c.removeprefix("pass_hat_")), r[c]) for c in r.index if c.startswith("pass_hat_") and not _absent(r[c]))
+    return " ".join(f"{v:.2f}" for _, v in values) or "n/a"
+
+
+def _reward_change(r: pd.Series) -> str:
+    """`+25.0% (-50%–+100%) over 3 pairs; 1 errored left out`: the paired reward difference, its pairs and what was left out."""
+    pairs = r.get("reward_pairs")
+    if _absent(pairs):
+        return "n/a"
+    interval = "" if _absent(r.reward_change_lo) else f" ({r.reward_change_lo:+.0%}–{r.reward_change_hi:+.0%})"
+    parts = [f"{_signed(r.reward_change)}{interval} over {int(pairs)} pairs"]
+    left_out = {"errored": r.reward_pairs_errored, "unscored": r.reward_pairs_unscored}
+    parts += [f"{int(n)} {what} left out" for what, n in left_out.items() if n]
+    return "; ".join(parts)
 
 
 COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
@@ -50,19 +71,47 @@ COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("Δ follow-up vs native", lambda r: _signed(r.get("followup_change"))),
 ]
 
+TAU2_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
+    ("errored (95% CI)", lambda r: _rate(r, "error_share", "error_lo", "error_hi")),
+    ("reward (95% CI)", lambda r: _rate(r, "reward", "reward_lo", "reward_hi")),
+    ("scored", lambda r: str(r.scored)),
+    ("pass^k (k=1,2,…)", lambda r: _pass_hat_text(r)),
+    ("tool calls/ep.", lambda r: _num(r.tool_calls_per_episode, "{:.2f}")),
+    ("tool errors/ep.", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
+]
+"""The τ² outcomes (testbed.analysis.tau2_compare), after the episodes and errors of a τ² comparison."""
+TAU2_USER_TOOL_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
+    ("user tool calls/ep.", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
+    ("user tool errors/ep.", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
+]
+"""The simulated user's tool use, shown when some framework's user called a tool (τ²'s telecom)."""
+TAU2_PAIRED_COLUMN = ("Δ reward vs native (95% CI)", lambda r: _reward_change(r))
+"""The paired reward difference with native, last in a τ² comparison."""
+
 REQUEST_COLUMNS = [("framework", "framework"), ("messages", "messages"), ("roles as sent", "roles"),
                    ("user's own turns as", "own_turns_as"), ("task text", "task_at"), ("system prompt", "system_prompt"),
                    ("sampling sent", "sampling")]
 
 
+def columns_for(frame: pd.DataFrame) -> list[tuple[str, Callable[[pd.Series], str]]]:
+    """The columns a comparison shows: COLUMNS, and for τ² runs (a `reward` column) the τ² outcomes after the
+    errors (the user's tool use when some user called a tool) and the paired reward last, when something was paired."""
+    if "reward" not in frame.columns:
+        return COLUMNS
+    tau2 = TAU2_COLUMNS + (TAU2_USER_TOOL_COLUMNS if (frame.user_tool_calls_per_episode.fillna(0) > 0).any() else [])
+    paired = [TAU2_PAIRED_COLUMN] if "reward_pairs" in frame.columns else []
+    return COLUMNS[:3] + tau2 + COLUMNS[3:] + paired
+
+
 def _rows(frame: pd.DataFrame) -> list[list[str]]:
-    return [[show(r) for _, show in COLUMNS] for _, r in frame.iterrows()]
+    columns = columns_for(frame)
+    return [[show(r) for _, show in columns] for _, r in frame.iterrows()]
 
 
 def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | None, title: str) -> list[Table]:
     """The comparison, and how each framework's simulated user saw the same turn, as rich tables."""
     table = Table(title=title)
-    for name, _ in COLUMNS:
+    for name, _ in columns_for(frame):
         table.add_column(name, overflow="fold")
     for row in _rows(frame):
         table.add_row(*row)
@@ -87,7 +136,8 @@ def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | No
         return neutralised(flat.to_csv(index=False).rstrip("\n"))
     if fmt != "markdown":
         raise ValueError(f"unknown format {fmt!r}; use table, markdown, csv or json")
-    lines = ["| " + " | ".join(n for n, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    columns = columns_for(frame)
+    lines = ["| " + " | ".join(n for n, _ in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows(frame)]
     if requests:
         lines += ["", f"The simulated user's second request in episode {episode}:", "",

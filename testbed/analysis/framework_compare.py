@@ -2,7 +2,8 @@
 
 Episode ids do not depend on the framework (they hash the scenario's conditions), so the same id
 in two runs is the same item, user mode, temperature and sample: the paired difference compares
-exactly those episodes, turn by turn.
+exactly those episodes, turn by turn (`shared_episodes`). τ² runs add their task outcomes and the reward paired
+on the same episodes (testbed.analysis.tau2_compare).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 from testbed.analysis.drift import drift_summary, run_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2_compare import all_tau2, tau2_columns, tau2_paired_with_native
 from testbed.specs.registries import FRAMEWORKS
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
@@ -69,7 +71,7 @@ def paired_with_native(store: Store, native_run: str, other_run: str, native_jud
     """On the episodes both runs finished: the share of user turns that differ (by position; a turn only one side
     has differs) with a 95 % interval, and the change in follow-up rate over the same episodes."""
     mine, theirs = _user_turns(store, other_run, other_judge), _user_turns(store, native_run, native_judge)
-    shared = sorted(set(mine.episode_id) & set(theirs.episode_id))
+    shared = shared_episodes(mine.episode_id, theirs.episode_id)
     differ = total = 0
     for eid in shared:
         a = [normalise(t) for t in mine[mine.episode_id == eid].user_turn]
@@ -88,6 +90,18 @@ def paired_with_native(store: Store, native_run: str, other_run: str, native_jud
             "turns_differ_hi": hi, "followup_change": change}
 
 
+def shared_episodes(mine, theirs) -> list[str]:
+    """The episode ids two runs of one scenario both have, sorted: the pairs of a paired comparison. An id hashes the
+    task (item), user mode, temperature and sample or trial, never the framework, so one id is one item in both."""
+    return sorted(set(mine) & set(theirs))
+
+
+def tau2_paired(store: Store, native_run: str, other_run: str) -> dict:
+    """The reward of `other_run` against `native_run` on the episodes both have (tau2_compare.tau2_paired_with_native)."""
+    native, other = episodes_df(store, native_run, exact=True), episodes_df(store, other_run, exact=True)
+    return tau2_paired_with_native(native, other, shared_episodes(other.episode_id, native.episode_id))
+
+
 def baseline_of(frameworks) -> str | None:
     """The framework among `frameworks` the others are paired with: the one whose entry is the baseline (native)."""
     return next((f for f in frameworks if f in FRAMEWORKS and FRAMEWORKS.entry(f).baseline), None)
@@ -95,13 +109,18 @@ def baseline_of(frameworks) -> str | None:
 
 def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None]) -> pd.DataFrame:
     """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
-    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them."""
+    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. Rows of τ² runs
+    (`tau2_compare.all_tau2`) add the task outcomes and the paired reward; the others' columns are the same for every kind."""
     rows = []
-    base = baseline_of(runs)
+    base, tau2 = baseline_of(runs), all_tau2(store, runs.values())
     for framework, run_id in runs.items():
         row = framework_row(store, framework, run_id, judges.get(framework))
+        if tau2:
+            row.update(tau2_columns(store, run_id))
         if base is not None and framework != base:
             row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
+            if tau2:
+                row.update(tau2_paired(store, runs[base], run_id))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from testbed.analysis.compare_render import COLUMNS, columns_for, comparison_text
 from testbed.analysis.framework_compare import compare_frameworks, paired_with_native
 from testbed.analysis.wire_shape import request_shape
 from testbed.store import EpisodeKey, EpisodeOutcome, Store, WireRecord
@@ -44,6 +45,14 @@ def test_turns_are_paired_by_position_and_a_turn_only_one_side_has_differs(tmp_p
     frame = compare_frameworks(store, {"native": "native", "autogen": "autogen"}, {})
     assert list(frame.framework) == ["native", "autogen"] and list(frame.episodes) == [3, 2]
     assert frame.loc[1, "turns_differ"] == 0.5 and math.isnan(frame.loc[0, "followup_rate"])
+
+
+def test_dialogue_rows_have_no_tau2_columns(tmp_path):
+    store = stored(tmp_path, {"native": {"e1": conversation("ok")}, "autogen": {"e1": conversation("ok")}})
+    frame = compare_frameworks(store, {"native": "native", "autogen": "autogen"}, {})
+    assert not {"reward", "pass_hat_1", "error_share", "tool_calls_per_episode", "reward_pairs"} & set(frame.columns)
+    assert columns_for(frame) is COLUMNS
+    assert comparison_text(frame, [], None, "markdown").splitlines()[0] == "| " + " | ".join(n for n, _ in COLUMNS) + " |"
 
 
 def test_a_request_shape_names_the_role_of_the_users_own_turns_and_where_the_task_sat():

@@ -1,0 +1,104 @@
+"""τ² outcomes in the framework comparison: each framework's task reward, pass^k and tool use, and its reward
+against `native` on the same task × trial.
+
+Rewards are over finished episodes with a score; an errored episode is no score, so it is counted apart
+(`error_share`) and a pair where either side errored is left out of the paired difference and counted
+(`reward_pairs_errored`). The metrics are testbed.analysis.tau2_metrics's, so the comparison and the τ²
+report give the same number for the same run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2_metrics import BOOTSTRAP_RESAMPLES, ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts
+from testbed.analysis.tau2_report import TAU2_REPORT
+from testbed.specs.registries import KINDS
+from testbed.store import Store
+from testbed.store.frames import episodes_df
+
+TASK_CONDITION = ["item_id", "user_mode", "temperature"]
+"""What makes one τ² task for pass^k: the task under one user mode and temperature; its trials are the samples."""
+TOOL_SIDES = {"tool": "assistant", "user_tool": "user"}
+"""Column prefix → the side whose tool use it counts (the user's: τ²'s telecom phone)."""
+
+
+def all_tau2(store: Store, run_ids: Iterable[str]) -> bool:
+    """Whether every run is of a kind whose runs get the τ² report (its entry in KINDS names it): τ² tasks with
+    rewards, trials and tool use, which the comparison then shows. No runs: False."""
+    found = [store.find_run(run_id) for run_id in run_ids]
+    return bool(found) and all(r is not None and r.kind in KINDS and KINDS.entry(r.kind).report == TAU2_REPORT.name
+                               for r in found)
+
+
+def scored_rewards(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The finished episodes that have a reward (an unscored task or an errored episode has none)."""
+    return episodes[(episodes.status == "done") & episodes.task_score.notna()]
+
+
+def tau2_columns(store: Store, run_id: str) -> dict:
+    """One framework's τ² outcomes: the mean reward with its 95 % interval (Wilson's on successes when every reward
+    is 0 or 1, else a seeded bootstrap; `reward_interval` says which), τ²'s pass^k for k up to the fewest scored
+    trials of any task (`pass_hat_<k>`), tool calls and errors per finished episode on each side, and the share of
+    episodes that errored with its Wilson interval."""
+    episodes = episodes_df(store, run_id, exact=True)
+    scored = scored_rewards(episodes)
+    rewards = [float(r) for r in scored.task_score]
+    lo, hi, kind = reward_interval(rewards)
+    errors, n = int((episodes.status == "error").sum()), len(episodes)
+    error_lo, error_hi = wilson_interval(errors, n)
+    out = {"scored": len(rewards), "successes": sum(map(is_success, rewards)),
+           "reward": sum(rewards) / len(rewards) if rewards else math.nan, "reward_lo": lo, "reward_hi": hi,
+           "reward_interval": kind, "error_share": errors / n if n else math.nan, "error_lo": error_lo, "error_hi": error_hi}
+    per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in scored.groupby(TASK_CONDITION, dropna=False)]
+    out.update({f"pass_hat_{k}": v for k, v in pass_hat_ks(per_task).items()})
+    counts = tool_counts(store, run_id)
+    done = [counts.get(eid, ToolCounts()) for eid in episodes[episodes.status == "done"].episode_id]
+    for prefix, side in TOOL_SIDES.items():
+        for what in ("calls", "errors"):
+            total = sum(getattr(c, f"{side}_{what}") for c in done)
+            out[f"{prefix}_{what}_per_episode"] = total / len(done) if done else math.nan
+    return out
+
+
+def paired_bootstrap_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A percentile bootstrap interval for the mean of paired differences: pairs are resampled whole, so what the
+    two sides share (the task, the trial's luck) stays in each pair. Seeded like `reward_interval`'s bootstrap so
+    a comparison is reproducible; it needs two pairs (nan otherwise). `level` is the interval's coverage."""
+    n = len(differences)
+    if n < 2:
+        return math.nan, math.nan
+    x = np.asarray(differences, dtype=float)
+    rng = np.random.default_rng(0)
+    chunk = max(1, 1_000_000 // n)
+    means = np.concatenate([x[rng.integers(0, n, size=(min(chunk, BOOTSTRAP_RESAMPLES - start), n))].mean(axis=1)
+                            for start in range(0, BOOTSTRAP_RESAMPLES, chunk)])
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def tau2_paired_with_native(native: pd.DataFrame, other: pd.DataFrame, shared: Sequence[str]) -> dict:
+    """Reward of `other` minus `native` on the episodes both runs have (`shared`: their ids, as
+    framework_compare.shared_episodes pairs them: same task, user mode, temperature and trial), with a 95 % paired
+    bootstrap interval and the number of pairs. A pair where either side errored is left out and counted
+    (`reward_pairs_errored`), as is one where both finished but a side has no reward (`reward_pairs_unscored`)."""
+    mine, theirs = other.set_index("episode_id"), native.set_index("episode_id")
+    differences, errored, unscored = [], 0, 0
+    for eid in shared:
+        a, b = mine.loc[eid], theirs.loc[eid]
+        if a.status == "error" or b.status == "error":
+            errored += 1
+        elif pd.isna(a.task_score) or pd.isna(b.task_score):
+            unscored += 1
+        else:
+            differences.append(float(a.task_score) - float(b.task_score))
+    lo, hi = paired_bootstrap_interval(differences)
+    return {"reward_pairs": len(differences), "reward_pairs_errored": errored, "reward_pairs_unscored": unscored,
+            "reward_change": sum(differences) / len(differences) if differences else math.nan,
+            "reward_change_lo": lo, "reward_change_hi": hi}
