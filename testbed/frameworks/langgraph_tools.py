@@ -1,0 +1,261 @@
+"""LangGraph: a τ² task as a state graph in which each side's model calls its tools through a `ToolNode`.
+
+The graph is the one LangGraph's docs give an agent tools ("add tools" in the chat bot tutorial):
+a model node with `ChatOpenAI(...).bind_tools(tools)`, a prebuilt `ToolNode` holding the same tools,
+and a conditional edge asking `tools_condition` whether the model's last message calls a tool. The
+prebuilt ReAct agent (`create_react_agent`) is not used: it is a whole graph that ends when the model
+stops calling tools, while a τ² episode needs the simulated user as a node of the same graph, the
+episode's stops on every edge, and each side's tools (in telecom the user's phone too) beside its
+own model. So the graph has two such model ⇄ tools loops:
+
+    START -> user | assistant (whoever speaks next after the opening)
+    assistant -> tools -> tool_results -> assistant       (tools_condition)
+    assistant -> user                                     (a text turn)
+    user -> user_tools -> user_tool_results -> user        (telecom: its phone)
+    user -> assistant                                     (a text turn)
+
+and every edge out of a model node or a results node goes to END once `episode.stopped` is set (a
+τ² stop signal, the step limit or the tool-error limit, all decided by the episode as it records).
+
+The state holds each side's own view as its own message list: `messages` for the assistant (true
+roles: the user's turns as `HumanMessage`, its own tool calls and results), `user_messages` for the
+simulated user (role-flipped, as langgraph_graph's `swap_roles` does for dialogues: the assistant's
+turns as `HumanMessage`, its own turns and tool calls as `AIMessage`, its own tool results). Each
+side's `ToolNode` reads and writes its own list (`messages_key`), so neither sees the other's tool
+traffic, as in τ². The opening (τ²'s greeting, or a task's message history with its tool calls)
+is the starting state, converted the same way.
+
+Each domain tool is a `StructuredTool` whose `args_schema` is τ²'s JSON schema, so the model is sent
+τ²'s names, descriptions and parameters; LangChain validates nothing against a JSON schema, so the
+arguments reach `episode.execute` as the model wrote them and τ²'s own error comes back for bad
+ones (raised as a `ToolException`, which LangChain turns into an error `ToolMessage` with τ²'s text).
+A call the framework rejects before any tool runs becomes a tool error result with the framework's
+own words: an unknown tool (ToolNode's "is not a valid tool" message) or arguments that are not JSON
+(LangChain's `invalid_tool_calls`, which it sends back to the server as calls, so they are answered).
+These count toward the tool-error limit as τ² counts every error result.
+
+The transcript is written from the graph's messages as the nodes produce them: a model node records
+its reply (text turn or tool calls, with usage and latency) with `episode.record`, a results node the
+batch of tool messages answering the last call with `episode.record_results`.
+
+What LangGraph does differently from the native loop: a recorded call's arguments are LangChain's
+re-serialisation of the parsed JSON (what it sends back to the server; the wire log has the model's
+own text); ChatOpenAI sends no `tool_choice` (the server's default, `auto` when tools are given),
+`max_completion_tokens` for `max_tokens`, and one fixed seed per client and episode.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool, ToolException
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, ToolRuntime, tools_condition
+
+from testbed.backends.base import BackendError
+from testbed.frameworks.langgraph_graph import client, usage_of
+from testbed.frameworks.pair import Side, generated
+from testbed.frameworks.run_log import framework_failure
+from testbed.orchestrator import TerminationReason
+from testbed.scenarios.tau2.episode import next_side
+from testbed.transcript import Message, ToolCall, ToolResult
+
+VIEW_KEY = {"assistant": "messages", "user": "user_messages"}
+"""The state key holding each side's own view of the conversation."""
+TOOLS_NODE = {"assistant": "tools", "user": "user_tools"}
+"""Each side's ToolNode."""
+RESULTS_NODE = {"assistant": "tool_results", "user": "user_tool_results"}
+"""The node after each side's ToolNode that answers rejected calls and records the batch."""
+
+
+class TaskState(MessagesState):
+    """The graph's state: the assistant's view in `messages`, the simulated user's role-flipped view in `user_messages`."""
+
+    user_messages: Annotated[list[AnyMessage], add_messages]
+
+
+async def run_task(episode) -> TerminationReason:
+    """Run the episode's graph from its opening until an edge ends it on the episode's stop; return that stop.
+
+    A graph that ends without a stop is a BackendError saying so; any exception of the framework is one
+    too (testbed.frameworks.run_log.framework_failure), with the transcript kept as far as it got.
+    """
+    graph = build_task_graph(episode)
+    try:
+        await graph.ainvoke(initial_state(episode.transcript.messages), config={"recursion_limit": recursion_limit(episode.max_steps)})
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise framework_failure("langgraph", exc) from exc
+    if episode.stopped is None:
+        raise BackendError("langgraph: the graph ended without a stop (no stop signal, step or error limit was reached)")
+    return episode.stopped
+
+
+def recursion_limit(max_steps: int) -> int:
+    """Supersteps enough for `max_steps` τ² steps: a generation is one node, a batch of results two (ToolNode, then
+    the results node), and the tool-call message before the limit's check may add one step more."""
+    return 2 * (max_steps + 1) + 2
+
+
+def build_task_graph(episode):
+    """The compiled graph of one episode; its nodes and edges close over the episode, which records and decides the stops."""
+    pair = episode.pair()
+    sides = {"assistant": pair.assistant, "user": pair.user}
+    executed: set[str] = set()
+    builder = StateGraph(TaskState)
+    for role, side in sides.items():
+        tools = [domain_tool(episode, schema["function"], role, executed) for schema in episode.tools(role)]
+        model = client(side).bind_tools(tools) if tools else client(side)
+        other = "user" if role == "assistant" else "assistant"
+        builder.add_node(role, model_node(episode, model, side, role))
+        builder.add_node(TOOLS_NODE[role], ToolNode(tools, messages_key=VIEW_KEY[role]))
+        builder.add_node(RESULTS_NODE[role], results_node(episode, role, executed))
+        builder.add_conditional_edges(role, after_model(episode, role, other),
+                                      [TOOLS_NODE[role], RESULTS_NODE[role], other, END])
+        builder.add_edge(TOOLS_NODE[role], RESULTS_NODE[role])
+        builder.add_conditional_edges(RESULTS_NODE[role], after_results(episode, role), [role, END])
+    builder.add_conditional_edges(START, lambda state: first_node(episode.transcript.messages[-1]),
+                                  ["assistant", "user", TOOLS_NODE["assistant"], TOOLS_NODE["user"]])
+    return builder.compile()
+
+
+def first_node(last: Message) -> str:
+    """Where the graph starts after the opening: whoever speaks next, or the caller's ToolNode after a call left unanswered."""
+    side = next_side(last)
+    return TOOLS_NODE[last.role] if side == "environment" else side
+
+
+def domain_tool(episode, function: dict[str, Any], requestor: str, executed: set[str]) -> StructuredTool:
+    """One τ² tool as a LangChain tool: τ²'s name, description and JSON schema; a call runs in the episode's
+    environment for `requestor` and answers with τ²'s result, or raises τ²'s error as a ToolException."""
+    name = function["name"]
+
+    async def call(runtime: ToolRuntime, **arguments: Any) -> str:
+        executed.add(runtime.tool_call_id)
+        result = episode.execute(ToolCall(runtime.tool_call_id, name, json.dumps(arguments, ensure_ascii=False)), requestor)
+        if result.tool_result is not None and result.tool_result.error:
+            raise ToolException(result.content)
+        return result.content
+
+    return StructuredTool(name=name, description=function.get("description") or "", coroutine=call, handle_tool_error=True,
+                          args_schema=function.get("parameters") or {"type": "object", "properties": {}})
+
+
+def model_node(episode, model, side: Side, role: str):
+    """The node of one side's model: it answers its own view (after its system prompt), records the reply, and
+    shows a text turn to the other side (a tool call stays in its own view)."""
+    system = [SystemMessage(content=side.system_prompt)] if side.system_prompt else []
+    own, other = VIEW_KEY[role], VIEW_KEY["user" if role == "assistant" else "assistant"]
+
+    async def generate(state: TaskState) -> dict:
+        began = time.perf_counter()
+        reply = await model.ainvoke(system + state[own])
+        latency = time.perf_counter() - began
+        message = generated(episode.transcript, role, side, str(reply.text), usage_of(reply, latency),
+                            reply.response_metadata.get("finish_reason"))
+        message = replace(message, tool_calls=calls_of(reply))
+        episode.record(message)
+        update: dict[str, list[BaseMessage]] = {own: [reply]}
+        if not message.tool_calls:
+            update[other] = [HumanMessage(content=reply.text)]
+        return update
+
+    return generate
+
+
+def calls_of(reply: AIMessage) -> tuple[ToolCall, ...]:
+    """A reply's tool calls as the graph holds them, in the order LangChain sends them back: parsed calls (arguments
+    re-serialised), then the calls whose arguments were not JSON (their text as written)."""
+    valid = [ToolCall(c["id"] or "", c["name"], json.dumps(c["args"], ensure_ascii=False)) for c in reply.tool_calls]
+    invalid = [ToolCall(c["id"] or "", c["name"] or "", c["args"] or "") for c in reply.invalid_tool_calls]
+    return (*valid, *invalid)
+
+
+def after_model(episode, role: str, other: str):
+    """The edge out of a model node: END on a stop, the ToolNode when `tools_condition` finds calls, the results node
+    when every call was rejected as not JSON, else the other side."""
+    key = VIEW_KEY[role]
+
+    def route(state: TaskState) -> str:
+        if episode.stopped is not None:
+            return END
+        if tools_condition(state, messages_key=key) == "tools":
+            return TOOLS_NODE[role]
+        return RESULTS_NODE[role] if state[key][-1].invalid_tool_calls else other
+
+    return route
+
+
+def after_results(episode, role: str):
+    """The edge out of a results node: END on a stop (the step or error limit), else back to the caller's model."""
+
+    def route(state: TaskState) -> str:
+        return END if episode.stopped is not None else role
+
+    return route
+
+
+def results_node(episode, role: str, executed: set[str]):
+    """The node after a side's ToolNode: it answers the calls LangChain rejected as not JSON with error results (added to
+    the view, so every call the server is sent back has its answer), counts every rejection as a tool error, and records
+    the batch of results answering the last call message."""
+    key = VIEW_KEY[role]
+
+    def record(state: TaskState) -> dict:
+        view = state[key]
+        at = max(i for i, m in enumerate(view) if isinstance(m, AIMessage))
+        rejected = [ToolMessage(content=f"Error: {c['error']}", tool_call_id=c["id"] or "", name=c["name"] or "", status="error")
+                    for c in view[at].invalid_tool_calls]
+        batch = [*view[at + 1:], *rejected]
+        episode.desk.errors += sum(m.status == "error" and m.tool_call_id not in executed for m in batch)
+        episode.record_results([tool_result(m, role) for m in batch])
+        return {key: rejected}
+
+    return record
+
+
+def tool_result(message: ToolMessage, requestor: str) -> Message:
+    """A ToolMessage of the graph as the transcript's tool message (its turn index is set when recorded)."""
+    return Message("tool", str(message.content), "environment", 0,
+                   tool_result=ToolResult(message.tool_call_id, message.name or "", requestor, message.status == "error"))
+
+
+def initial_state(messages: list[Message]) -> dict[str, list[BaseMessage]]:
+    """The graph's starting state from the transcript's opening: each side's view of it, system prompts left out
+    (each model node puts its own first)."""
+    return {VIEW_KEY[side]: [m for m in map(lambda x: in_view(x, side), messages) if m is not None] for side in VIEW_KEY}
+
+
+def in_view(m: Message, side: str) -> BaseMessage | None:
+    """One transcript message as `side` sees it: a spoken turn (its own as AIMessage, the other's as HumanMessage), its
+    own tool calls and results; None for system prompts and the other side's tool traffic."""
+    if m.spoken:
+        return AIMessage(content=m.content) if m.role == side else HumanMessage(content=m.content)
+    if m.tool_calls and m.role == side:
+        return as_calls(m)
+    if m.tool_result is not None and m.tool_result.requestor == side:
+        r = m.tool_result
+        return ToolMessage(content=m.content, tool_call_id=r.call_id, name=r.name, status="error" if r.error else "success")
+    return None
+
+
+def as_calls(m: Message) -> AIMessage:
+    """A recorded tool-call message as LangChain holds it: arguments that parse as a JSON object as a call, others as
+    an invalid call."""
+    valid, invalid = [], []
+    for c in m.tool_calls:
+        try:
+            args = json.loads(c.arguments)
+        except ValueError:
+            args = None
+        if isinstance(args, dict):
+            valid.append({"id": c.id, "name": c.name, "args": args, "type": "tool_call"})
+        else:
+            invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": "not a JSON object", "type": "invalid_tool_call"})
+    return AIMessage(content=m.content, tool_calls=valid, invalid_tool_calls=invalid)
