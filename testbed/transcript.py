@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -37,6 +39,14 @@ class ToolCall:
     def as_chat(self) -> dict[str, Any]:
         """The OpenAI wire form of the call."""
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    def parsed_arguments(self) -> dict[str, Any] | None:
+        """The arguments as the JSON object they must be (empty text is no arguments), or None when they are not one."""
+        try:
+            value = json.loads(self.arguments) if self.arguments.strip() else {}
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)

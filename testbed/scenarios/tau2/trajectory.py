@@ -14,12 +14,8 @@ GREETING = "Hi! How can I help you today?"
 
 
 def parsed_arguments(call: ToolCall) -> dict[str, Any] | None:
-    """A call's arguments as the JSON object they must be, or None when they are not one."""
-    try:
-        value = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    """A call's arguments as the JSON object they must be, or None (ToolCall.parsed_arguments)."""
+    return call.parsed_arguments()
 
 
 def from_tau2(messages: list[Any], first_turn: int) -> list[Message]:

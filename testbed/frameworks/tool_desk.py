@@ -1,0 +1,63 @@
+"""The parts of a τ² episode every framework shares: the tool desk over the episode's environment, and τ²'s stop signals.
+
+Stop signals are events, stripped from the stored text like every end marker: the user's
+`###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`, the assistant's `###STOP###`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from testbed.orchestrator import TerminationReason
+from testbed.transcript import Message, ToolCall, ToolResult
+
+USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": TerminationReason.TRANSFER,
+                "###OUT-OF-SCOPE###": TerminationReason.USER_STOP}
+"""τ²'s user stop signals and the termination each means."""
+AGENT_SIGNAL = "###STOP###"
+"""τ²'s assistant stop signal."""
+
+
+def strip_signals(message: Message, signals) -> tuple[Message, str | None]:
+    """The message without any of `signals`, and the first signal it carried (None when none); tool calls carry none."""
+    if message.tool_calls:
+        return message, None
+    found = next((s for s in signals if s in message.content), None)
+    if found is None:
+        return message, None
+    text = message.content
+    for s in signals:
+        text = text.replace(s, "")
+    return replace(message, content=text.strip()), found
+
+
+@dataclass
+class ToolDesk:
+    """The episode's τ² environment: tool calls in, tool messages out, failures counted."""
+
+    environment: Any
+    errors: int = 0
+
+    def answer(self, call: ToolCall, requestor: str, turn: int) -> Message:
+        """Run one call; arguments that are not a JSON object, an unknown tool or bad arguments give τ²'s tool error."""
+        from tau2.data_model.message import ToolCall as Tau2Call
+
+        arguments = call.parsed_arguments()
+        if arguments is None:
+            content, error = f"Error: the arguments of {call.name} are not a JSON object: {call.arguments[:200]}", True
+        else:
+            reply = self.environment.get_response(Tau2Call(id=call.id, name=call.name, arguments=arguments, requestor=requestor))
+            content, error = reply.content or "", bool(reply.error)
+        self.errors += error
+        return Message("tool", content, "environment", turn, tool_result=ToolResult(call.id, call.name, requestor, error))
+
+
+
+def next_side(last: Message) -> str:
+    """Who acts after `last`: `user`, `assistant`, or `environment` when it calls tools."""
+    if last.tool_calls:
+        return "environment"
+    if last.role == "tool":
+        return last.tool_result.requestor if last.tool_result is not None else "assistant"
+    return "user" if last.role == "assistant" else "assistant"
