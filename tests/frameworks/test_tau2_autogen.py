@@ -88,3 +88,116 @@ async def test_the_expected_calls_run_in_the_environment_and_score_as_the_native
     native_reward = evaluate(d, task, native.transcript.messages, native_reason)
     assert autogen_reward.reward == native_reward.reward == 1.0
     assert autogen_reward.breakdown == native_reward.breakdown
+
+
+
+async def test_the_requests_carry_taus_tool_schemas_and_the_tool_messages_as_agentchat_sends_them():
+    d = domain("mock")
+    async with MockOpenAI(tool_script=script_of(expected_calls(d.tasks[TASK]))) as mock:
+        episode = episode_on(mock.base_url)
+        await run_task(episode)
+    messages = episode.transcript.messages
+    assistant_requests = [r for r in mock.requests if "tools" in r]
+    user_requests = [r for r in mock.requests if "tools" not in r]
+    assert len(assistant_requests) == 2 and len(user_requests) == 2
+    for request in assistant_requests:
+        sent = [t["function"] for t in request["tools"]]
+        assert [{k: f[k] for k in ("name", "description", "parameters")} for f in sent] == [t["function"] for t in d.tools]
+        assert request["messages"][0] == {"role": "system", "content": messages[0].content}
+    call, result = messages[3], messages[4]
+    assert assistant_requests[1]["messages"][-2:] == [
+        {"role": "assistant", "content": None, "tool_calls": [c.as_chat() for c in call.tool_calls]},
+        {"role": "tool", "tool_call_id": call.tool_calls[0].id, "content": result.content}]
+    assert [m["role"] for m in assistant_requests[0]["messages"]] == ["system", "assistant", "user"], \
+        "the assistant's greeting is its own turn in its context"
+    for request in user_requests:
+        assert request["messages"][0]["content"] == episode.user.prompt.rstrip(), "AgentChat's client strips the system message's end"
+        assert all(m["role"] in ("system", "user", "assistant") and "tool_calls" not in m for m in request["messages"])
+    assert [m["role"] for m in user_requests[1]["messages"]] == ["system", "user", "assistant", "user"], \
+        "the user sees the spoken turns, its own as assistant messages"
+
+
+async def test_bad_calls_become_tool_errors_and_too_many_end_the_episode_inside_the_tool_loop():
+    bad = [{"name": "no_such_tool"}, {"name": "create_task", "arguments": {"wrong": 1}}, {"name": "create_task", "arguments": "{not json"}]
+    async with MockOpenAI(tool_script=[bad]) as mock:
+        episode = episode_on(mock.base_url, prompt=TALKING_USER, max_errors=3)
+        reason = await run_task(episode)
+    messages = episode.transcript.messages
+    assert reason is TerminationReason.TOO_MANY_ERRORS
+    assert [m.role for m in messages] == ["system", "assistant", "user", "assistant", "tool", "tool", "tool"]
+    unknown, wrong, not_json = messages[4:]
+    assert [r.tool_result.call_id for r in messages[4:]] == [c.id for c in messages[3].tool_calls]
+    assert all(r.tool_result.error for r in messages[4:]) and episode.desk.errors == 3
+    fresh = episode_on(mock.base_url)
+    assert wrong.speaker == "environment" and wrong.content == fresh.execute(messages[3].tool_calls[1]).content, \
+        "τ²'s own error for arguments its tool refuses"
+    assert unknown.speaker == not_json.speaker == FRAMEWORK_SPEAKER, "AgentChat answered these itself, as the model saw"
+    assert "no_such_tool" in unknown.content and not_json.content.startswith("Error")
+    assert len(episode.desk.environment.tools.db.tasks) == len(fresh.desk.environment.tools.db.tasks)
+    assert len(mock.requests) == 3, "AgentChat finishes the assistant's turn: one model call after the limit, nothing recorded"
+
+
+async def test_the_step_limit_ends_the_episode_between_turns_without_another_request():
+    async with MockOpenAI() as mock:
+        episode = episode_on(mock.base_url, prompt=TALKING_USER, max_steps=5)
+        reason = await run_task(episode)
+    assert reason is TerminationReason.MAX_STEPS
+    assert [m.role for m in episode.transcript.messages] == ["system", "assistant"] + ["user", "assistant"] * 2 + ["user"]
+    assert [m.content for m in episode.transcript.messages[2:]] == mock.replies and len(mock.requests) == 5
+
+
+async def test_a_tool_asked_to_run_after_the_episode_stopped_is_refused():
+    from testbed.frameworks.autogen_tools import EpisodeEnded, StreamRecorder
+    from testbed.transcript import Message
+
+    episode = episode_on("http://127.0.0.1:9/v1")
+    assert episode.record(Message("user", "Thanks ###STOP###", "simuser", episode.transcript.next_turn)) is TerminationReason.USER_STOP
+    recorder = StreamRecorder(episode, {})
+    with pytest.raises(EpisodeEnded):
+        await recorder.execute("call_after_the_end", "assistant")
+    assert episode.desk.errors == 0 and episode.transcript.messages[-1].role == "user"
+
+
+async def test_a_telecom_user_calls_its_own_tools_and_the_assistant_never_sees_them():
+    d = domain("telecom")
+    tool = next(t["function"]["name"] for t in d.user_tools if not t["function"]["parameters"].get("required"))
+    prompt = STOPPING_USER.replace("SAY_MARKER_AT:3", "SAY_MARKER_AT:5")
+    async with MockOpenAI(tool_script=[[{"name": tool}]]) as mock:
+        episode = episode_on(mock.base_url, domain_name="telecom", task_id=next(iter(d.tasks)), prompt=prompt)
+        reason = await run_task(episode)
+    messages = episode.transcript.messages
+    assert reason is TerminationReason.USER_STOP
+    user_call = next(m for m in messages if m.role == "user" and m.tool_calls)
+    result = messages[user_call.turn_index + 1]
+    assert user_call.speaker == "simuser" and result.tool_result.requestor == "user" and not result.tool_result.error
+    assert result.tool_result.call_id == user_call.tool_calls[0].id and result.speaker == "environment"
+    user_requests = [r for r in mock.requests if r["messages"][0]["content"] == episode.user.prompt.rstrip()]
+    assistant_requests = [r for r in mock.requests if r["messages"][0]["content"] == episode.system_prompt]
+    assert [t["function"]["name"] for t in user_requests[0]["tools"]] == [t["function"]["name"] for t in d.user_tools]
+    assert user_requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": user_call.tool_calls[0].id, "content": result.content}
+    assert assistant_requests and all(user_call.tool_calls[0].id not in json.dumps(r) for r in assistant_requests)
+
+
+def tau2_scenario(folder: Path, base_url: str):
+    """A τ² mock-domain scenario whose agents are the mock server as a vLLM backend with a base_url."""
+    (folder / "prompts").mkdir(exist_ok=True)
+    (folder / "prompts" / "user.md").write_text(STOPPING_USER)
+    write_yaml(folder / "mock.yaml", {"name": "mock", "backend": "vllm", "model": "mock", "base_url": base_url})
+    return load_scenario(write_yaml(folder / "t.yaml", {
+        "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "mock.yaml", "user": "mock.yaml",
+        "user_prompt_file": "prompts/user.md", "temperatures": [0.0], "max_tokens": 32, "max_steps": 30}))
+
+
+async def test_the_run_path_stores_the_autogen_episode_with_its_reward_and_wire_log(tmp_path, store):
+    task = domain("mock").tasks[TASK]
+    async with MockOpenAI(tool_script=script_of(expected_calls(task))) as mock:
+        summary = await run_scenario(tau2_scenario(tmp_path, mock.base_url), store, framework="autogen", show_progress=False)
+    (episode,) = store.episodes(summary.run_id)
+    assert episode.status == "done" and episode.termination == "user_stop" and episode.task_score == 1.0
+    assert store.rewards(summary.run_id)[episode.key.episode_id].breakdown["DB"] == 1.0
+    messages = store.messages(summary.run_id, episode.key.episode_id)
+    assert [m.role for m in messages] == ["system", "assistant", "user", "assistant", "tool", "assistant", "user"]
+    wire = store.wire(summary.run_id, episode.key.episode_id)
+    assert [w.request for w in sorted(wire, key=lambda w: w.seq)] == mock.requests
+    assert [w.role for w in sorted(wire, key=lambda w: w.seq)] == ["user", "assistant", "assistant", "user"]
+    assert {w.turn_index for w in wire} == {2, 3, 5, 6}
