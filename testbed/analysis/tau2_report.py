@@ -1,5 +1,6 @@
 """The τ² report: per domain × assistant × user × user mode × temperature, the tasks' rewards and pass^k,
-how episodes ended, tool use, the reward's parts, and the conversation report's user-turn and label columns."""
+how episodes ended, tool use, the reward's parts, the simulated user's faults, and the conversation report's
+user-turn and label columns."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import pandas as pd
 
 from testbed.analysis.conversation_report import GROUP, conversation_report
+from testbed.analysis.tau2_faults import FAULT_RATE_COLUMNS, fault_frame, fault_rates
 from testbed.analysis.tau2_metrics import (ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts,
                                           with_seed_reliability)
 from testbed.specs.registries import ReportEntry
@@ -33,18 +35,23 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     tasks for k up to the fewest finished trials of any of them (NaN above it); `breakdown_<part>` the mean
     of each reward part over the episodes scored on it; `user_tool_*` columns appear when a user called a
     tool anywhere in the run; `vary_<side>_*` columns (tau2_metrics.reliability_columns) when the run held one
-    side's seed fixed across trials (`vary_seeds`), the rows themselves pooling every vary_seeds. The rest
+    side's seed fixed across trials (`vary_seeds`), the rows themselves pooling every vary_seeds. `fault_<kind>`
+    is the share of finished episodes with that simulated-user fault (testbed.analysis.tau2_faults; `_lo`/`_hi`
+    Wilson bounds; role drift needs a judge), `fault_any` the share with any, and `failed_with_fault` the share
+    of failed finished episodes (reward short of 1) with any: how much of the failure the simulator may carry. The rest
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
     testbed.analysis.conversation_report's.
     """
     episodes = episodes_df(store, run_id, exact=True)
     conversation = conversation_report(store, run_id, judge)
     if episodes.empty:
-        return pd.DataFrame(columns=[*GROUP, "episodes", "errors", *REWARD_COLUMNS, *TOOL_COLUMNS[:4]])
+        return pd.DataFrame(columns=[*GROUP, "episodes", "errors", *REWARD_COLUMNS, *TOOL_COLUMNS[:4], *FAULT_RATE_COLUMNS])
     counts = tool_counts(store, run_id)
+    faults = fault_frame(store, run_id, judge).set_index("episode_id")
     breakdowns = {eid: r.breakdown for eid, r in store.rewards(run_id).items()}
     users_call = any(c.user_calls for c in counts.values())
-    rows = [_row(dict(zip(GROUP, keys)), g[g.status == "done"], g, counts, breakdowns, users_call)
+    rows = [{**_row(dict(zip(GROUP, keys)), g[g.status == "done"], g, counts, breakdowns, users_call),
+             **fault_rates(faults.loc[g.episode_id], judge is not None)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
@@ -55,13 +62,15 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
 
 
 def _column_order(column: str) -> tuple:
-    """Where a τ² column goes: the reward first, then pass^k by k, the reward's parts, tool use."""
+    """Where a τ² column goes: the reward first, then pass^k by k, the reward's parts, tool use, the user's faults."""
     if column.startswith("pass_hat_"):
         return (1, int(column.removeprefix("pass_hat_")), "")
     if column.startswith("breakdown_"):
         return (2, 0, column)
     if column in REWARD_COLUMNS:
         return (0, REWARD_COLUMNS.index(column), "")
+    if column in FAULT_RATE_COLUMNS:
+        return (4, FAULT_RATE_COLUMNS.index(column), "")
     return (3, TOOL_COLUMNS.index(column), "")
 
 

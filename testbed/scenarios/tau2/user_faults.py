@@ -78,17 +78,17 @@ IDENTITY = re.compile(r"identif|authenticat|verif|your account|locate you|look y
 _ID_TOKEN = re.compile(
     r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
     r"|\b\d{3}-\d{3}-\d{4}\b"
-    r"|\$\d[\d,]*(?:\.\d+)?"
+    r"|\$\d+(?:,\d{3})*(?:\.\d+)?"
     r"|\b[A-Za-z]+(?:_[A-Za-z0-9]+)*_[A-Za-z]*\d[A-Za-z0-9]*\b"
     r"|#?\b[A-Z]\d{4,}\b"
     r"|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b"
     r"|\b\d{5,}\b")
 _NAME_SAID = re.compile(r"\b(?i:my name is|my name's|this is|i'm|i am)\s+([A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)")
 _NAME_KNOWN = re.compile(r"\b(?i:you are|your name is)\s+([A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)")
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NOT_A_REPORT = re.compile(r"\?\s*$|\b(?:can|could|would|should|shall|do|does|did|will) (?:you|i)\b|\bhow (?:do|can|should) i\b"
-                           r"|\bplease\b|\blet me\b|\bi'll\b|\bi will\b|\bgoing to\b|\bwant(?:s|ed)? to\b|\btry(?:ing)?\b|\bif\b"
+                           r"|\bplease\b|\blet me\b|\bi'll\b|\bi will\b|\bgoing to\b|\b(?:want(?:s|ed)?|wish|hope|would like|prefer)\b|\btry(?:ing)?\b|\bif\b"
                            r"|\bwhen\b|\bneed to\b|\bshould\b", re.I)
 
 
@@ -269,12 +269,19 @@ def _revealed(turn: Message, pieces: list[KnownPiece], revealed: set[str], seen:
     asked = " ".join(m.content for m in seen if m.role == "assistant" and m.spoken)
     out = []
     for p in pieces:
-        if p.key in revealed or p.key not in text:
+        said = _says_name(turn.content, p.value) if p.kind == "name" else p.key in text
+        if p.key in revealed or not said:
             continue
         revealed.add(p.key)
         if not (re.search(ASKED[p.kind], asked, re.I) or (p.kind in IDENTITY_KINDS and IDENTITY.search(asked))):
             out.append(UserFault("revealed_early", turn.turn_index, f"{p.kind}: {p.value}"))
     return out
+
+
+def _says_name(text: str, name: str) -> bool:
+    """Whether `text` names `name` as words (not inside an id such as `ada_byron_1815`)."""
+    words = r"\W+".join(map(re.escape, re.findall(r"[a-z]+", name.casefold())))
+    return re.search(rf"(?<![\w@.]){words}(?![\w@])", text.casefold()) is not None
 
 
 def _invented(turn: Message, scenario: str, seen: list[Message]) -> list[UserFault]:
