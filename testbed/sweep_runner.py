@@ -1,6 +1,6 @@
 """Runs a sweep into one run: cell after cell, each model's server started once and stopped when no longer needed.
 
-Cells (assistant × dataset, testbed.specs.sweep) run in the sweep's order, which keeps an
+Cells (assistant × user × dataset, testbed.specs.sweep) run in the sweep's order, which keeps an
 agent's cells together. Before a cell starts, the servers of agents that no remaining cell uses
 are stopped, so with `user: self` only one model is in memory at a time, and a fixed user model
 stays up throughout. Everything else is the cell scenario's: stable ids, shared answers in a probe,
@@ -91,7 +91,7 @@ async def run_sweep(
     """Run (or resume) a sweep into one run; every finished episode is committed as it finishes.
 
     `backends` (by agent name) replaces the backends the agent specs describe; tests pass scripted
-    ones here. The run is stored as a run of the cells' kind (probe or dialogue), so `report`, `judge`,
+    ones here. The run is stored as a run of the cells' kind (probe, dialogue or tau2), so `report`, `judge`,
     `plot`, `graph` and `export` read it as one.
     """
     preflight_sweep(sweep)
@@ -118,5 +118,6 @@ async def _run_cells(work, store, run_id, name, backends, servers, watch, consol
         else:
             chosen = await servers.backends_for(cell, [c for c, _ in work[k + 1:]])
         watch(chosen.values())
-        title = f"{name} [{k + 1}/{len(work)}] {cell.assistant.spec.name} × {cell.spec.dataset}"
+        facing = "" if cell.user.spec.name == cell.assistant.spec.name else f" · user {cell.user.spec.name}"
+        title = f"{name} [{k + 1}/{len(work)}] {cell.assistant.spec.name} × {cell.spec.dataset}{facing}"
         await execute_units(cell, store, run_id, pending, sum(len(vs) for _, vs in pending), chosen, console, show_progress, title=title)

@@ -39,7 +39,7 @@ def test_every_scenario_kind_resolves():
         assert entry.limit_field in entry.spec.model_fields
         assert callable(entry.resolve) and entry.report in REPORTS and callable(REPORTS.entry(entry.report).build)
     assert KINDS.names() == ("probe", "dialogue", "info_gathering", "tau2")
-    assert [n for n in KINDS.names() if KINDS.entry(n).sweepable] == ["probe", "dialogue"]
+    assert [n for n in KINDS.names() if KINDS.entry(n).sweepable] == ["probe", "dialogue", "tau2"]
 
 
 def test_every_backend_resolves_with_its_declared_facts():

@@ -184,3 +184,18 @@ def test_what_a_cell_kind_cannot_take_is_refused(sweep_dir, override, field, wor
     with pytest.raises(SpecError) as caught:
         load_sweep(path)
     assert caught.value.field == field and words in str(caught.value)
+
+
+def test_a_sweep_without_users_is_stored_as_before_users_existed(sweep_dir):
+    stored = load_sweep(sweep_dir()).as_dict()
+    assert set(stored["sweep"]) == {"kind", "name", "description", "scenario", "agents", "user", "datasets"}
+    assert "users" not in stored and stored["user"] == "self", "unchanged fields keep every existing sweep's run id"
+
+
+def test_several_users_each_face_every_assistant(sweep_dir):
+    sweep = load_sweep(sweep_dir(users=["critic.yaml", "alpha.yaml"]))
+    cells = [(c.assistant.spec.name, c.user.spec.name) for c in sweep.cells]
+    assert cells == [(a, u) for a in ("alpha", "beta") for u in ("critic", "alpha") for _ in ("gsm8k", "ifeval")]
+    assert [u["spec"]["name"] for u in sweep.as_dict()["users"]] == ["critic", "alpha"]
+    with pytest.raises(SpecError, match="varies the dataset"):
+        load_sweep(sweep_dir(datasets=None))

@@ -250,5 +250,6 @@ class Tau2Kind:
         return Tau2Runner(context)
 
 
-KIND = ScenarioKindEntry(name="tau2", spec=Tau2ScenarioSpec, runner=Tau2Kind, report="tau2", limit_field="tasks", resolve=check_tau2)
+KIND = ScenarioKindEntry(name="tau2", spec=Tau2ScenarioSpec, runner=Tau2Kind, report="tau2", limit_field="tasks", resolve=check_tau2,
+                         sweepable=True)
 """The τ² kind's entry in testbed.specs.registries.KINDS."""
