@@ -32,15 +32,19 @@ ones (raised as a `ToolException`, which LangChain turns into an error `ToolMess
 A call the framework rejects before any tool runs becomes a tool error result with the framework's
 own words: an unknown tool (ToolNode's "is not a valid tool" message) or arguments that are not JSON
 (LangChain's `invalid_tool_calls`, which it sends back to the server as calls, so they are answered).
-These count toward the tool-error limit as τ² counts every error result.
+These count toward the tool-error limit as τ² counts every error result. Arguments that are JSON but
+not an object (`[1]`, `3`) are neither: ChatOpenAI fails to build its reply message from them (a
+pydantic ValidationError, langchain-ai/langchain#35990), so the episode is an error with that reason.
 
 The transcript is written from the graph's messages as the nodes produce them: a model node records
 its reply (text turn or tool calls, with usage and latency) with `episode.record`, a results node the
 batch of tool messages answering the last call with `episode.record_results`.
 
-What LangGraph does differently from the native loop: a recorded call's arguments are LangChain's
+What LangGraph does differently from the native loop: LangChain sends τ²'s schemas without their
+`title` keywords and with `$defs` references inlined; a recorded call's arguments are LangChain's
 re-serialisation of the parsed JSON (what it sends back to the server; the wire log has the model's
-own text); ChatOpenAI sends no `tool_choice` (the server's default, `auto` when tools are given),
+own text); a rejected call is answered in the framework's words where the native loop gives τ²'s;
+ChatOpenAI sends no `tool_choice` (the server's default, `auto` when tools are given),
 `max_completion_tokens` for `max_tokens`, and one fixed seed per client and episode.
 """
 
@@ -87,7 +91,8 @@ async def run_task(episode) -> TerminationReason:
     """
     graph = build_task_graph(episode)
     try:
-        await graph.ainvoke(initial_state(episode.transcript.messages), config={"recursion_limit": recursion_limit(episode.max_steps)})
+        config = {"recursion_limit": recursion_limit(episode.max_steps)}
+        await graph.ainvoke(initial_state(episode.transcript.messages), config=config)
     except BackendError:
         raise
     except Exception as exc:
@@ -107,15 +112,14 @@ def build_task_graph(episode):
     """The compiled graph of one episode; its nodes and edges close over the episode, which records and decides the stops."""
     pair = episode.pair()
     sides = {"assistant": pair.assistant, "user": pair.user}
-    executed: set[str] = set()
     builder = StateGraph(TaskState)
     for role, side in sides.items():
-        tools = [domain_tool(episode, schema["function"], role, executed) for schema in episode.tools(role)]
+        tools = [domain_tool(episode, schema["function"], role) for schema in episode.tools(role)]
         model = client(side).bind_tools(tools) if tools else client(side)
         other = "user" if role == "assistant" else "assistant"
         builder.add_node(role, model_node(episode, model, side, role))
         builder.add_node(TOOLS_NODE[role], ToolNode(tools, messages_key=VIEW_KEY[role]))
-        builder.add_node(RESULTS_NODE[role], results_node(episode, role, executed))
+        builder.add_node(RESULTS_NODE[role], results_node(episode, role, {t.name for t in tools}))
         builder.add_conditional_edges(role, after_model(episode, role, other),
                                       [TOOLS_NODE[role], RESULTS_NODE[role], other, END])
         builder.add_edge(TOOLS_NODE[role], RESULTS_NODE[role])
@@ -131,13 +135,13 @@ def first_node(last: Message) -> str:
     return TOOLS_NODE[last.role] if side == "environment" else side
 
 
-def domain_tool(episode, function: dict[str, Any], requestor: str, executed: set[str]) -> StructuredTool:
+def domain_tool(episode, function: dict[str, Any], requestor: str) -> StructuredTool:
     """One τ² tool as a LangChain tool: τ²'s name, description and JSON schema; a call runs in the episode's
-    environment for `requestor` and answers with τ²'s result, or raises τ²'s error as a ToolException."""
+    environment for `requestor` and answers with τ²'s result, or raises τ²'s error as a ToolException.
+    The call's id comes from the `ToolRuntime` that ToolNode injects into a tool with a `runtime` parameter."""
     name = function["name"]
 
     async def call(runtime: ToolRuntime, **arguments: Any) -> str:
-        executed.add(runtime.tool_call_id)
         result = episode.execute(ToolCall(runtime.tool_call_id, name, json.dumps(arguments, ensure_ascii=False)), requestor)
         if result.tool_result is not None and result.tool_result.error:
             raise ToolException(result.content)
@@ -201,10 +205,10 @@ def after_results(episode, role: str):
     return route
 
 
-def results_node(episode, role: str, executed: set[str]):
+def results_node(episode, role: str, tool_names: set[str]):
     """The node after a side's ToolNode: it answers the calls LangChain rejected as not JSON with error results (added to
-    the view, so every call the server is sent back has its answer), counts every rejection as a tool error, and records
-    the batch of results answering the last call message."""
+    the view, so every call the server is sent back has its answer), counts every rejection (those and ToolNode's
+    answers to unknown tools) as a tool error, and records the batch of results answering the last call message."""
     key = VIEW_KEY[role]
 
     def record(state: TaskState) -> dict:
@@ -213,7 +217,7 @@ def results_node(episode, role: str, executed: set[str]):
         rejected = [ToolMessage(content=f"Error: {c['error']}", tool_call_id=c["id"] or "", name=c["name"] or "", status="error")
                     for c in view[at].invalid_tool_calls]
         batch = [*view[at + 1:], *rejected]
-        episode.desk.errors += sum(m.status == "error" and m.tool_call_id not in executed for m in batch)
+        episode.desk.errors += len(rejected) + sum(m.status == "error" and m.name not in tool_names for m in view[at + 1:])
         episode.record_results([tool_result(m, role) for m in batch])
         return {key: rejected}
 
@@ -229,7 +233,8 @@ def tool_result(message: ToolMessage, requestor: str) -> Message:
 def initial_state(messages: list[Message]) -> dict[str, list[BaseMessage]]:
     """The graph's starting state from the transcript's opening: each side's view of it, system prompts left out
     (each model node puts its own first)."""
-    return {VIEW_KEY[side]: [m for m in map(lambda x: in_view(x, side), messages) if m is not None] for side in VIEW_KEY}
+    views = {key: [in_view(m, side) for m in messages] for side, key in VIEW_KEY.items()}
+    return {key: [m for m in view if m is not None] for key, view in views.items()}
 
 
 def in_view(m: Message, side: str) -> BaseMessage | None:
@@ -257,5 +262,6 @@ def as_calls(m: Message) -> AIMessage:
         if isinstance(args, dict):
             valid.append({"id": c.id, "name": c.name, "args": args, "type": "tool_call"})
         else:
-            invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": "not a JSON object", "type": "invalid_tool_call"})
+            invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": "not a JSON object",
+                            "type": "invalid_tool_call"})
     return AIMessage(content=m.content, tool_calls=valid, invalid_tool_calls=invalid)

@@ -133,7 +133,8 @@ async def test_requests_carry_the_tool_schemas_and_tool_messages_as_langchain_se
 
 
 async def test_bad_arguments_and_unknown_tools_become_tool_errors_not_a_crash():
-    step = [{"name": "create_task", "arguments": {"wrong": 1}}, {"name": "no_such_tool"}, {"name": "create_task", "arguments": "{bad"}]
+    step = [{"name": "create_task", "arguments": {"wrong": 1}}, {"name": "no_such_tool"},
+            {"name": "create_task", "arguments": "{bad"}]
     episode, reason, requests = await run("langgraph", [step])
     native, _, _ = await run("native", [step])
     assert reason is TerminationReason.USER_STOP
@@ -152,6 +153,14 @@ async def test_bad_arguments_and_unknown_tools_become_tool_errors_not_a_crash():
     assert [(m["tool_call_id"], m["content"]) for m in answered] == [(r.tool_result.call_id, r.content) for r in results]
 
 
+async def test_arguments_that_are_json_but_no_object_fail_langchains_reply_parsing_as_an_episode_error():
+    async with MockOpenAI(tool_script=[[{"name": "create_task", "arguments": "[1]"}]]) as mock:
+        episode = episode_on(mock.base_url)
+        with pytest.raises(BackendError, match=r"^langgraph: ValidationError: .*tool_calls\.0\.args"):
+            await framework("langgraph").run_task(episode)
+    assert [m.role for m in episode.transcript.messages] == ["system", "assistant", "user"] and len(mock.requests) == 2
+
+
 async def test_rejected_calls_count_toward_the_tool_error_limit():
     episode, reason, requests = await run("langgraph", [[{"name": "no_such_tool"}, {"name": "create_task", "arguments": "{bad"}]],
                                           max_errors=2)
@@ -164,7 +173,8 @@ async def test_the_step_limit_ends_the_episode_past_langgraphs_default_recursion
     call = expected_step()[0]
 
     def always_calls(messages, script, serial):
-        return [{"id": f"call_{serial}", "type": "function", "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]
+        function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+        return [{"id": f"call_{serial}", "type": "function", "function": function}]
 
     monkeypatch.setattr(mock_openai, "scripted_calls", always_calls)
     episode, reason, requests = await run("langgraph", [expected_step()], max_steps=40)
@@ -182,7 +192,8 @@ async def test_a_task_history_with_tool_calls_is_the_graphs_starting_state():
     assert first_assistant["messages"][1:5] == [
         {"role": "user", "content": history[1].content},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"type": "function", "id": call.id, "function": {"name": call.name, "arguments": json.dumps(json.loads(call.arguments))}}]},
+            {"type": "function", "id": call.id,
+             "function": {"name": call.name, "arguments": json.dumps(json.loads(call.arguments))}}]},
         {"role": "tool", "tool_call_id": call.id, "content": history[3].content},
         {"role": "assistant", "content": history[4].content}]
     assert [m["role"] for m in requests[0]["messages"]] == ["system", "assistant", "user"], "the user sees only the spoken turns"
@@ -202,13 +213,14 @@ async def test_a_telecom_user_calls_its_own_tools_which_the_assistant_neither_ha
     user_requests = [r for r in requests if r["messages"][0]["content"] == episode.user.prompt]
     assistant_requests = [r for r in requests if r["messages"][0]["content"] == episode.system_prompt]
     assert all(outline(r["tools"]) == outline(d.user_tools) for r in user_requests), "its phone's tools, not the assistant's"
-    assert user_requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": result.tool_result.call_id, "content": result.content}
+    own_result = {"role": "tool", "tool_call_id": result.tool_result.call_id, "content": result.content}
+    assert user_requests[1]["messages"][-1] == own_result
     assert [m["role"] for m in user_requests[1]["messages"][1:]] == ["user", "assistant", "tool"], "its own call as the model's"
     assert all(m.get("tool_call_id") != result.tool_result.call_id and result.content != m.get("content")
                for r in assistant_requests for m in r["messages"])
     assistant_call = next(m for m in messages if m.role == "assistant" and m.tool_calls)
     rejected = messages[assistant_call.turn_index + 1]
-    assert rejected.tool_result.requestor == "assistant" and rejected.tool_result.error, "the phone's tools are not the assistant's"
+    assert rejected.tool_result.requestor == "assistant" and rejected.tool_result.error, "the phone's tools are not its own"
 
 
 async def test_a_server_failure_is_a_backend_error_with_the_transcript_so_far(monkeypatch):
@@ -245,8 +257,9 @@ async def test_a_tau2_scenario_runs_under_langgraph_and_stores_the_episode_with_
     async with MockOpenAI(tool_script=[expected_step()]) as mock:
         write_yaml(tmp_path / "mock.yaml", {"name": "mock", "backend": "vllm", "model": "mock", "base_url": mock.base_url})
         scenario = load_scenario(write_yaml(tmp_path / "t.yaml", {
-            "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "mock.yaml", "user": "mock.yaml",
-            "user_prompt_file": "prompts/user.md", "temperatures": [0.0], "max_tokens": 32, "max_steps": 30}))
+            "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "mock.yaml",
+            "user": "mock.yaml", "user_prompt_file": "prompts/user.md", "temperatures": [0.0], "max_tokens": 32,
+            "max_steps": 30}))
         summary = await run_scenario(scenario, store, show_progress=False, framework="langgraph")
     (episode,) = store.episodes(summary.run_id)
     assert episode.status == "done" and episode.termination == "user_stop" and episode.task_score == 1.0
