@@ -2,8 +2,8 @@
 turn, so a failed episode can be put down to the simulator or the agent (testbed.scenarios.tau2.user_faults).
 
 Each episode's task is τ²'s own, found by the episode's item id in the domain its dataset names (`tau2-<domain>`);
-an episode whose task the installed τ² does not have, or that has no stored messages, is not `checked` and shows
-no fault. A judge, when given, supplies the role-drift labels (its latest scored label per user turn).
+an episode whose task the installed τ² does not have (or with τ² not installed), or that has no stored messages, is
+not `checked` and shows no fault. A judge, when given, supplies the role-drift labels (its latest scored label per user turn).
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ def fault_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -
         reward = None if pd.isna(e.task_score) else float(e.task_score)
         rows.append({"episode_id": e.episode_id, "user_model": e.user_model, "user_temperature": float(e.temperature),
                      "framework": framework, "task_id": e.item_id, "reward": reward, "termination": e.termination,
-                     "failed": e.status == "error" or (reward is not None and not is_success(reward)), "checked": found is not None,
+                     "failed": e.status == "error" or (reward is not None and not is_success(reward)),
+                     "checked": found is not None,
                      **{k: k in kinds for k in FAULT_KINDS}, "any_fault": bool(kinds),
-                     "assistant_model": e.assistant_model, "dataset": e.dataset, "user_mode": e.user_mode, "perturbation": e.perturbation,
-                     "status": e.status})
+                     "assistant_model": e.assistant_model, "dataset": e.dataset, "user_mode": e.user_mode,
+                     "perturbation": e.perturbation, "status": e.status})
     columns = [*EPISODE_COLUMNS, "assistant_model", "dataset", "user_mode", "perturbation", "status"]
     frame = pd.DataFrame(rows, columns=columns)
     bools = ["failed", "checked", *FAULT_KINDS, "any_fault"]
@@ -74,11 +75,11 @@ def _detected(store: Store, run_id: str, judge: JudgeIdentity | None) -> tuple[s
 
 
 def _task(dataset: str, item_id: str):
-    """τ²'s task of an episode, or None when its dataset is no τ² domain or the installed τ² lacks the task."""
-    from testbed.scenarios.tau2.domains import DOMAINS, domain
+    """τ²'s task of an episode, or None when its dataset is no τ² domain, τ² is not installed, or it lacks the task."""
+    from testbed.scenarios.tau2.domains import DOMAINS, domain, tau2_installed
 
     name = dataset.removeprefix(DATASET_PREFIX)
-    if not dataset.startswith(DATASET_PREFIX) or name not in DOMAINS:
+    if not dataset.startswith(DATASET_PREFIX) or name not in DOMAINS or not tau2_installed():
         return None
     return domain(name).tasks.get(item_id)
 

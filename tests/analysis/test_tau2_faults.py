@@ -35,7 +35,8 @@ def user_reply(request) -> Completion:
     """The stopping user invents a ticket code and stops before anything is done; the other asks, then stops."""
     stopping = str(domain("mock").tasks[STOPPED].user_scenario.instructions) in request.messages[0]["content"]
     if len(request.messages) <= 2:
-        return text(f"Please create the meeting task for user_1, ticket {INVENTED}." if stopping else "Please mark task_1 as completed.")
+        return text(f"Please create the meeting task for user_1, ticket {INVENTED}." if stopping
+                    else "Please mark task_1 as completed.")
     return text("Thanks. ###STOP###")
 
 
@@ -101,8 +102,10 @@ async def test_the_tau2_report_gives_each_kinds_rate_and_the_failed_share_with_a
     assert (row["fault_episodes"], row["failed_episodes"]) == (2, 1)
     assert row["fault_premature_stop"] == row["fault_invented_fact"] == row["fault_any"] == 0.5
     assert (row["fault_premature_stop_lo"], row["fault_premature_stop_hi"]) == pytest.approx(wilson_interval(1, 2))
-    assert row["fault_revealed_early"] == 0.0 and row["fault_role_drift"] != row["fault_role_drift"], "drift is unknown without a judge"
-    assert row["failed_with_fault"] == 1.0 and (row["failed_with_fault_lo"], row["failed_with_fault_hi"]) == pytest.approx(wilson_interval(1, 1))
+    assert row["fault_revealed_early"] == 0.0
+    assert row["fault_role_drift"] != row["fault_role_drift"], "drift is unknown without a judge"
+    assert row["failed_with_fault"] == 1.0
+    assert (row["failed_with_fault_lo"], row["failed_with_fault_hi"]) == pytest.approx(wilson_interval(1, 1))
     assert row["reward"] == 0.5 and row["episodes"] == 2, "the existing columns stay"
     write_labels(store, run_id, WHO, [])
     (judged,) = tau2_report(store, run_id, WHO).to_dict("records")
@@ -112,10 +115,11 @@ async def test_the_tau2_report_gives_each_kinds_rate_and_the_failed_share_with_a
 def test_an_unknown_task_is_unchecked_and_an_errored_episode_failed(store):
     store.begin_run("r", scenario="s", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None, planned=2)
     opening = [Message("assistant", "Hi!", "tau2", 0), Message("user", "My code is QQ12WW.", "u", 1)]
-    for eid, item, status in (("e0", "no_such_task", "done"), ("e1", STOPPED, "error")):
+    finished = ("user_stop", None, 0.0)
+    errored = ("error", "user: HTTP 500", None)
+    for eid, item, status, (end, reason, reward) in (("e0", "no_such_task", "done", finished), ("e1", STOPPED, "error", errored)):
         key = EpisodeKey(eid, item, "tau2-mock", "a", "m-a", "u", "m-u", "instructed", 1.0, 0, "none")
-        store.write_episode("r", EpisodeOutcome(key, opening, status, "user_stop" if status == "done" else "error",
-                                                None if status == "done" else "user: HTTP 500", 0.0 if status == "done" else None))
+        store.write_episode("r", EpisodeOutcome(key, opening, status, end, reason, reward))
     store.commit()
     frame = fault_frame(store, "r").set_index("episode_id")
     assert not frame.loc["e0", "checked"] and not frame.loc["e0", "any_fault"] and frame.loc["e0", "failed"]

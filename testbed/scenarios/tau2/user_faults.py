@@ -88,7 +88,9 @@ _NAME_KNOWN = re.compile(r"\b(?i:you are|your name is)\s+([A-Z][a-z]+(?:[ -][A-Z
 _NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NOT_A_REPORT = re.compile(r"\?\s*$|\b(?:can|could|would|should|shall|do|does|did|will) (?:you|i)\b|\bhow (?:do|can|should) i\b"
-                           r"|\bplease\b|\blet me\b|\bi'll\b|\bi will\b|\bgoing to\b|\b(?:want(?:s|ed)?|wish|hope|would like|prefer)\b|\btry(?:ing)?\b|\bif\b"
+                           r"|\bplease\b|\blet me\b|\bi'll\b|\bi will\b|\bgoing to\b"
+                           r"|\b(?:want(?:s|ed)?|wish|hope|would like|prefer)\b"
+                           r"|\btry(?:ing)?\b|\bif\b"
                            r"|\bwhen\b|\bneed to\b|\bshould\b", re.I)
 
 
@@ -137,12 +139,15 @@ DEVICE_TOPICS = (
                                       r"|\b(?:poor|weak|fair|good|excellent|strong) (?:signal|reception)\b", re.I),),
                 frozenset({"check_status_bar", "check_network_status"}), True),
     DeviceTopic("network_type", (re.compile(r"\b(?:on|connected to|shows?|showing|using|stuck on|only)\s+(?:2g|3g|4g|5g|lte)\b"
-                                            r"|\bnetwork (?:type|mode|technology)\W+(?:[\w']+\W+){0,2}?(?:2g|3g|4g|5g|lte|none)\b", re.I),),
+                                            r"|\bnetwork (?:type|mode|technology)\W+(?:[\w']+\W+){0,2}?"
+                                            r"(?:2g|3g|4g|5g|lte|none)\b",
+                                            re.I),),
                 frozenset({"check_status_bar", "check_network_status", "check_network_mode_preference",
                            "set_network_mode_preference"}), True),
     DeviceTopic("mobile_data", _switch(r"(?:mobile |cellular )?data(?! roaming| saver)"),
                 frozenset({"check_status_bar", "check_network_status", "toggle_data"}), True,
-                re.compile(r"mobile data(?: enabled| is now)?:?\s*(?P<state>on|off|yes|no)\b|📱 data (?P<bar>enabled)|📵 data (?P<off>disabled)", re.I)),
+                re.compile(r"mobile data(?: enabled| is now)?:?\s*(?P<state>on|off|yes|no)\b"
+                           r"|📱 data (?P<bar>enabled)|📵 data (?P<off>disabled)", re.I)),
     DeviceTopic("wifi", _switch(r"wi-?fi(?! calling)"),
                 frozenset({"check_wifi_status", "toggle_wifi", "check_network_status"}), True,
                 re.compile(r"wi-fi radio:\s*(?P<state>on|off)\b|wi-fi is (?:now )?(?P<now>on|off)\b", re.I)),
@@ -151,11 +156,14 @@ DEVICE_TOPICS = (
     DeviceTopic("data_saver", _switch("data saver"), frozenset({"check_data_restriction_status", "toggle_data_saver_mode"}), True,
                 re.compile(r"data saver mode is (?:now )?(?P<state>on|off)\b", re.I)),
     DeviceTopic("vpn", _switch(r"\bvpn"), frozenset({"check_vpn_status", "connect_vpn", "disconnect_vpn"}), True),
-    DeviceTopic("sim", (re.compile(r"\bsim(?: card)?\W+(?:[\w']+\W+){0,3}?(?:locked|active|missing|not detected|inserted|blocked)\b", re.I),),
+    DeviceTopic("sim", (re.compile(r"\bsim(?: card)?\W+(?:[\w']+\W+){0,3}?"
+                                   r"(?:locked|active|missing|not detected|inserted|blocked)\b",
+                                   re.I),),
                 frozenset({"check_sim_status", "reseat_sim_card", "check_network_status"}), False),
 )
 """The device states a telecom user may report, each with the user tools that show it."""
 _ON = {"on", "enabled", "active", "connected", "yes"}
+_NEGATION = re.compile(r"\bnot\b|n't\b|\bno longer\b", re.I)
 
 
 def detect_faults(task: Any, messages: list[Message], termination: str,
@@ -226,7 +234,8 @@ def _executed_calls(messages: list[Message]) -> list[Any]:
         for c in m.tool_calls:
             arguments = parsed_arguments(c)
             if c.id in ok and arguments is not None:
-                out.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=m.role if m.role == "user" else "assistant"))
+                requestor = "user" if m.role == "user" else "assistant"
+                out.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=requestor))
     return out
 
 
@@ -316,7 +325,8 @@ def _claims(text: str) -> list[tuple[DeviceTopic, str | None, str]]:
                 if match := pattern.search(sentence):
                     state = match.groupdict().get("state")
                     between = sentence[match.start():match.start("state")] if state else ""
-                    value = None if state is None else ("on" if (state.casefold() in _ON) != bool(re.search(r"\bnot\b|n't\b|\bno longer\b", between, re.I)) else "off")
+                    negated = bool(_NEGATION.search(between))
+                    value = None if state is None else ("on" if (state.casefold() in _ON) != negated else "off")
                     out.append((topic, value, match.group(0)))
                     break
     return out
@@ -341,7 +351,8 @@ def _device_claims(turn: Message, scenario: str, seen: list[Message]) -> list[Us
                and not m.tool_result.error]
     out = []
     for topic, value, phrase in _claims(turn.content):
-        showing = [r for r in results if r.tool_result.name in topic.tools or (topic.in_status_bar and "Status Bar:" in r.content)]
+        showing = [r for r in results
+                   if r.tool_result.name in topic.tools or (topic.in_status_bar and "Status Bar:" in r.content)]
         if not showing and topic.name not in stated:
             out.append(UserFault("ungrounded_device_claim", turn.turn_index, f"{topic.name}: {phrase}"))
             continue

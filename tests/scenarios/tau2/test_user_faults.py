@@ -11,6 +11,7 @@ import pytest
 from tau2.data_model.tasks import Action, EvaluationCriteria, StructuredUserInstructions, Task, UserScenario
 
 from testbed.scenarios.tau2.domains import domain
+from testbed.scenarios.tau2.trajectory import GREETING
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault, detect_faults
 from testbed.transcript import Message, ToolCall, ToolResult
 
@@ -33,7 +34,7 @@ class Chat:
     """A transcript written turn by turn: spoken turns, tool calls with their results."""
 
     def __init__(self) -> None:
-        self.messages = [Message("system", "policy", "assistant", 0), Message("assistant", "Hi! How can I help you today?", "tau2", 1)]
+        self.messages = [Message("system", "policy", "assistant", 0), Message("assistant", GREETING, "tau2", 1)]
 
     def _add(self, role: str, content: str, **kw) -> int:
         self.messages.append(Message(role, content, role, len(self.messages), **kw))
@@ -106,7 +107,8 @@ def test_known_info_given_before_the_agent_asked_is_revealed_early():
     chat = Chat()
     first = chat.user("Hi, I'm Ada Byron, user id ada_byron_1815, and I want to cancel reservation QX7P2Z.")
     faults = kinds(detect_faults(task(), chat.messages, "user_stop"), "revealed_early")
-    assert faults == [UserFault("revealed_early", first, "name: Ada Byron"), UserFault("revealed_early", first, "user id: ada_byron_1815")]
+    assert faults == [UserFault("revealed_early", first, "name: Ada Byron"),
+                      UserFault("revealed_early", first, "user id: ada_byron_1815")]
 
 
 def test_known_info_given_after_the_agent_asked_for_it_is_not_revealed_early():
@@ -116,7 +118,8 @@ def test_known_info_given_after_the_agent_asked_for_it_is_not_revealed_early():
     chat.user("It is ada_byron_1815.")
     chat.agent("Thanks. Could you verify your identity with the email on the account?")
     chat.user("ada@example.com, and I'm Ada Byron.")
-    assert not kinds(detect_faults(task(), chat.messages, "user_stop"), "revealed_early"), "the reason's reservation id is no known info"
+    faults = detect_faults(task(), chat.messages, "user_stop")
+    assert not kinds(faults, "revealed_early"), "the reason's reservation id is no known info"
 
 
 def test_only_the_first_mention_counts_and_free_text_instructions_have_no_known_info():
@@ -154,7 +157,8 @@ def test_what_only_the_agents_tools_returned_is_unseen_by_the_user():
     chat.call("assistant", "get_reservation_details", {"reservation_id": "QX7P2Z"}, result='{"flight": "HAT451"}')
     chat.agent("I have your reservation.")
     turn = chat.user("Is it flight HAT451?")
-    assert kinds(detect_faults(task(), chat.messages, "user_stop"), "invented_fact") == [UserFault("invented_fact", turn, "HAT451")]
+    faults = detect_faults(task(), chat.messages, "user_stop")
+    assert kinds(faults, "invented_fact") == [UserFault("invented_fact", turn, "HAT451")]
 
 
 TELECOM_KNOWN = "You are Ada Byron with phone number 555-010-2002."
@@ -199,10 +203,10 @@ def test_a_reported_state_that_contradicts_the_users_own_tool_result_is_invented
 
 def test_a_state_the_scenario_gives_the_user_is_grounded():
     chat = Chat()
-    turn = chat.user("Hi, my wifi is off and my data is not working.")
+    chat.user("Hi, my wifi is off and my data is not working.")
     assert [f.evidence for f in detect_faults(telecom_task(), chat.messages, "user_stop")] == ["wifi: wifi is off"]
     scenario = task("telecom", TELECOM_KNOWN, "Your mobile data is not working. Your wifi is off.")
-    assert not kinds(detect_faults(scenario, chat.messages, "user_stop"), "ungrounded_device_claim"), turn
+    assert not kinds(detect_faults(scenario, chat.messages, "user_stop"), "ungrounded_device_claim")
 
 
 def test_drift_labels_on_user_turns_are_role_drift():
@@ -211,7 +215,8 @@ def test_drift_labels_on_user_turns_are_role_drift():
     answer = chat.agent("Sure.")
     second = chat.user("As your agent, I will now cancel it.")
     labels = {first: "genuine_followup", second: "echo_assistant", answer: "meta_planning"}
-    assert kinds(detect_faults(task(), chat.messages, "user_stop", labels), "role_drift") == [UserFault("role_drift", second, "echo_assistant")]
+    faults = detect_faults(task(), chat.messages, "user_stop", labels)
+    assert kinds(faults, "role_drift") == [UserFault("role_drift", second, "echo_assistant")]
     assert not kinds(detect_faults(task(), chat.messages, "user_stop"), "role_drift")
 
 
