@@ -112,7 +112,8 @@ class StreamRecorder:
 
     async def take(self, event: BaseAgentEvent | BaseChatMessage) -> None:
         """Record one streamed event (an agent's tool calls, a batch of results, a spoken turn); others are skipped."""
-        latency_s, self.since = time.perf_counter() - self.since, time.perf_counter()
+        now = time.perf_counter()
+        latency_s, self.since = now - self.since, now
         if event.source in self.sides:
             role, side = self.sides[event.source]
             if isinstance(event, ThoughtEvent):
@@ -154,7 +155,7 @@ class StreamRecorder:
         try:
             await asyncio.wait_for(waited(), CATCH_UP_TIMEOUT_S)
         except TimeoutError:
-            raise RuntimeError(f"autogen: the team's stream did not deliver its own events within {CATCH_UP_TIMEOUT_S:.0f} s") from None
+            raise RuntimeError(f"the team's stream did not deliver its own events within {CATCH_UP_TIMEOUT_S:.0f} s") from None
 
     async def execute(self, call_id: str | None, requestor: str) -> str:
         """Run a recorded call against the episode's environment; the result's text, the result kept for its batch."""
@@ -199,7 +200,7 @@ class DomainTool(BaseTool[PassedThrough, str]):
 
     async def run(self, args: PassedThrough, cancellation_token: CancellationToken) -> str:
         """Not used: a call runs by its id (`run_json`), which ties its result to the recorded call."""
-        raise EpisodeEnded("a domain tool runs by its call id (run_json), never without one")
+        raise NotImplementedError("a domain tool runs by its call id (run_json), never without one")
 
 
 def initial_context(opening: Sequence[Message], own_role: str) -> UnboundedChatCompletionContext:

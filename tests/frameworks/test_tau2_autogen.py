@@ -49,7 +49,8 @@ def episode_on(base_url: str, *, domain_name: str = "mock", task_id: str = TASK,
     task = d.tasks[task_id]
     helper = ResolvedAgent(AgentSpec(name="helper", backend="vllm", model="mock", base_url=base_url,
                                      sampling=SamplingSpec(temperature=0.0, max_tokens=64)), Path("helper.yaml"), None)
-    simuser = ResolvedAgent(AgentSpec(name="simuser", backend="vllm", model="mock", base_url=base_url), Path("simuser.yaml"), None)
+    simuser = ResolvedAgent(AgentSpec(name="simuser", backend="vllm", model="mock", base_url=base_url), Path("simuser.yaml"),
+                            None)
     backend = backend_for(base_url)
     assistant = ToolAssistant(helper, backend, d.tools, ControlTokens(), TurnSampling(0.0, 64, 1.0, 7, False))
     user = GoalUser(simuser, backend, "instructed", user_prompt(prompt, task, with_tools=bool(d.user_tools)), d.user_tools,
@@ -69,7 +70,8 @@ async def test_the_expected_calls_run_in_the_environment_and_score_as_the_native
     assert reason is TerminationReason.USER_STOP
     assert [m.role for m in messages] == ["system", "assistant", "user", "assistant", "tool", "assistant", "user"]
     call_message, result = messages[3], messages[4]
-    assert [(c.name, json.loads(c.arguments)) for c in call_message.tool_calls] == [(c.name, json.loads(c.arguments)) for c in expected]
+    made = [(c.name, json.loads(c.arguments)) for c in call_message.tool_calls]
+    assert made == [(c.name, json.loads(c.arguments)) for c in expected]
     assert [c.id for c in call_message.tool_calls] == [c["id"] for c in mock.calls]
     assert call_message.speaker == "helper" and call_message.usage.completion_tokens > 0 and call_message.sampling is not None
     assert result.tool_result.call_id == call_message.tool_calls[0].id and result.tool_result.requestor == "assistant"
@@ -111,14 +113,15 @@ async def test_the_requests_carry_taus_tool_schemas_and_the_tool_messages_as_age
     assert [m["role"] for m in assistant_requests[0]["messages"]] == ["system", "assistant", "user"], \
         "the assistant's greeting is its own turn in its context"
     for request in user_requests:
-        assert request["messages"][0]["content"] == episode.user.prompt.rstrip(), "AgentChat's client strips the system message's end"
+        assert request["messages"][0]["content"] == episode.user.prompt.rstrip(), "AgentChat's client strips the prompt's end"
         assert all(m["role"] in ("system", "user", "assistant") and "tool_calls" not in m for m in request["messages"])
     assert [m["role"] for m in user_requests[1]["messages"]] == ["system", "user", "assistant", "user"], \
         "the user sees the spoken turns, its own as assistant messages"
 
 
 async def test_bad_calls_become_tool_errors_and_too_many_end_the_episode_inside_the_tool_loop():
-    bad = [{"name": "no_such_tool"}, {"name": "create_task", "arguments": {"wrong": 1}}, {"name": "create_task", "arguments": "{not json"}]
+    bad = [{"name": "no_such_tool"}, {"name": "create_task", "arguments": {"wrong": 1}},
+           {"name": "create_task", "arguments": "{not json"}]
     async with MockOpenAI(tool_script=[bad]) as mock:
         episode = episode_on(mock.base_url, prompt=TALKING_USER, max_errors=3)
         reason = await run_task(episode)
@@ -137,6 +140,17 @@ async def test_bad_calls_become_tool_errors_and_too_many_end_the_episode_inside_
     assert len(mock.requests) == 3, "AgentChat finishes the assistant's turn: one model call after the limit, nothing recorded"
 
 
+
+@pytest.mark.xfail(strict=True, reason="trajectory.to_tau2 hands τ²'s evaluator a call AgentChat answered itself; the replay "
+                                       "gets τ²'s answer, not the stored one, and raises (the episode is stored as an error)")
+async def test_an_episode_with_a_call_agentchat_answered_itself_is_scored():
+    d = domain("mock")
+    async with MockOpenAI(tool_script=[[{"name": "no_such_tool"}]]) as mock:
+        episode = episode_on(mock.base_url)
+        reason = await run_task(episode)
+    assert reason is TerminationReason.USER_STOP and episode.transcript.messages[4].speaker == FRAMEWORK_SPEAKER
+    assert evaluate(d, d.tasks[TASK], episode.transcript.messages, reason).reward == 0.0
+
 async def test_the_step_limit_ends_the_episode_between_turns_without_another_request():
     async with MockOpenAI() as mock:
         episode = episode_on(mock.base_url, prompt=TALKING_USER, max_steps=5)
@@ -151,7 +165,8 @@ async def test_a_tool_asked_to_run_after_the_episode_stopped_is_refused():
     from testbed.transcript import Message
 
     episode = episode_on("http://127.0.0.1:9/v1")
-    assert episode.record(Message("user", "Thanks ###STOP###", "simuser", episode.transcript.next_turn)) is TerminationReason.USER_STOP
+    stop = episode.record(Message("user", "Thanks ###STOP###", "simuser", episode.transcript.next_turn))
+    assert stop is TerminationReason.USER_STOP
     recorder = StreamRecorder(episode, {})
     with pytest.raises(EpisodeEnded):
         await recorder.execute("call_after_the_end", "assistant")
@@ -174,7 +189,8 @@ async def test_a_telecom_user_calls_its_own_tools_and_the_assistant_never_sees_t
     user_requests = [r for r in mock.requests if r["messages"][0]["content"] == episode.user.prompt.rstrip()]
     assistant_requests = [r for r in mock.requests if r["messages"][0]["content"] == episode.system_prompt]
     assert [t["function"]["name"] for t in user_requests[0]["tools"]] == [t["function"]["name"] for t in d.user_tools]
-    assert user_requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": user_call.tool_calls[0].id, "content": result.content}
+    seen_result = user_requests[1]["messages"][-1]
+    assert seen_result == {"role": "tool", "tool_call_id": result.tool_result.call_id, "content": result.content}
     assert assistant_requests and all(user_call.tool_calls[0].id not in json.dumps(r) for r in assistant_requests)
 
 
