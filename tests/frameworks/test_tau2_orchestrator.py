@@ -19,7 +19,7 @@ from testbed.control_tokens import GENERIC  # noqa: E402
 from testbed.frameworks import framework  # noqa: E402
 from testbed.frameworks.tau2_orchestrator import orchestrate  # noqa: E402
 from testbed.frameworks.tool_episode import ToolEpisode  # noqa: E402
-from testbed.orchestrator import Limits  # noqa: E402
+from testbed.orchestrator import Limits, TerminationReason  # noqa: E402
 from testbed.participants import TurnSampling  # noqa: E402
 from testbed.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
@@ -55,7 +55,8 @@ def agent(name: str, base_url: str) -> ResolvedAgent:
     return ResolvedAgent(AgentSpec(name=name, backend="vllm", model="mock", base_url=base_url), Path(f"{name}.yaml"), None)
 
 
-def mock_episode(base_url: str, task, calls: int | None = None, *, template: str | None = None, max_steps: int = 40) -> ToolEpisode:
+def mock_episode(base_url: str, task, calls: int | None = None, *, template: str | None = None, max_steps: int = 40,
+                 max_errors: int = 10) -> ToolEpisode:
     """A τ² episode of a mock task on the server, built as the kind builds one; its user says ###STOP### once the assistant
     has answered `calls` user turns with calls and one more with text (by the mock's SAY_MARKER_AT rule)."""
     d = domain("mock")
@@ -67,7 +68,7 @@ def mock_episode(base_url: str, task, calls: int | None = None, *, template: str
     assistant = ToolAssistant(agent("helper", base_url), backend, d.tools, GENERIC, TurnSampling(0.0, 64, 1.0, ASSISTANT_SEED))
     user = GoalUser(agent("simuser", base_url), backend, "instructed", user_prompt(template, task, with_tools=False), d.user_tools,
                     GENERIC, TurnSampling(0.5, 48, 1.0, USER_SEED, True))
-    return ToolEpisode(transcript, assistant, user, desk, max_steps, 10)
+    return ToolEpisode(transcript, assistant, user, desk, max_steps, max_errors)
 
 
 def tau2_reward(simulation, task):
@@ -153,6 +154,57 @@ async def test_the_requests_are_tau2s_loop_with_the_episodes_prompts_and_samplin
     assert user_requests[1]["messages"][-1]["content"] == messages[5].content, "the assistant's words reach the user role-flipped"
     assert [m.speaker for m in messages[2:]] == ["simuser", "helper", "environment", "helper", "simuser"]
     assert messages[2].usage.completion_tokens == 8 and messages[2].sampling["seed"] == USER_SEED and messages[2].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("limit", ["max_steps", "too_many_errors"])
+async def test_tau2s_limits_end_the_episode_where_the_episodes_step_rules_do(limit):
+    task = domain("mock").tasks["create_task_1"]
+    unknown = [[{"name": "no_such_tool", "arguments": {}}], [{"name": "no_such_tool", "arguments": {}}]]
+    async with MockOpenAI(tool_script=unknown) as mock:
+        episode = mock_episode(mock.base_url, task, template=DEFAULT_TEMPLATE, max_steps=5 if limit == "max_steps" else 40,
+                               max_errors=2)
+        termination, simulation = await orchestrate(episode)
+    assert termination == limit and simulation.termination_reason.value == limit
+    assert episode.steps == simulation.messages[-1].turn_idx == len(simulation.messages) - 1
+    results = [m for m in episode.transcript.messages if m.role == "tool"]
+    assert episode.desk.errors == len(results) == (1 if limit == "max_steps" else 2) and all(r.tool_result.error for r in results)
+    assert evaluate(domain("mock"), task, episode.transcript.messages, termination).reward == 0.0 == tau2_reward(simulation, task)[0]
+
+
+async def test_a_telecom_user_calls_its_phone_through_tau2s_user_simulator():
+    d = domain("telecom")
+    task = d.tasks[d.task_ids("small")[0]]
+    tool = next(t["function"]["name"] for t in d.user_tools if not t["function"]["parameters"].get("required"))
+    async with MockOpenAI(tool_script=[[{"name": tool, "arguments": {}}]]) as mock:
+        transcript, desk = start_episode(task, d.new_environment, assistant_prompt(d.policy), "helper")
+        backend = backend_for(mock.base_url)
+        assistant = ToolAssistant(agent("helper", mock.base_url), backend, d.tools, GENERIC, TurnSampling(0.0, 64, 1.0, ASSISTANT_SEED))
+        prompt = user_prompt(f"SAY_MARKER_AT:5:###STOP###\n\n{DEFAULT_TEMPLATE}", task, with_tools=True)
+        user = GoalUser(agent("simuser", mock.base_url), backend, "instructed", prompt, d.user_tools, GENERIC,
+                        TurnSampling(0.5, 48, 1.0, USER_SEED, True))
+        episode = ToolEpisode(transcript, assistant, user, desk, 40, 10)
+        termination, _ = await orchestrate(episode)
+    assert termination == "user_stop"
+    messages = episode.transcript.messages
+    assert (messages[2].role, messages[2].tool_calls[0].name) == ("user", tool)
+    assert messages[3].tool_result.requestor == "user" and not messages[3].tool_result.error
+    user_requests = [r for r in mock.requests if r["messages"][0]["content"] == prompt]
+    assert all(r["tools"] == d.user_tools for r in user_requests) and user_requests[1]["messages"][-1]["role"] == "tool"
+    assistant_requests = [r for r in mock.requests if r["messages"][0]["content"] == episode.system_prompt]
+    assert all(m["role"] != "tool" and not m.get("tool_calls") for m in assistant_requests[0]["messages"])
+
+
+def test_tau2s_termination_is_the_episodes_or_an_error_saying_where_they_differ():
+    from testbed.frameworks.tau2_records import termination_of
+
+    episode = mock_episode("http://127.0.0.1:9/v1", domain("mock").tasks["create_task_1"], template=DEFAULT_TEMPLATE)
+    episode.stopped = TerminationReason.TRANSFER
+    assert termination_of(episode, "user_stop") is TerminationReason.TRANSFER, "τ²'s user stop covers ###TRANSFER###"
+    with pytest.raises(BackendError, match="ended the episode with user_error"):
+        termination_of(episode, "user_error")
+    episode.stopped = TerminationReason.AGENT_STOP
+    with pytest.raises(BackendError, match="ended on user_stop where the episode's step rules ended on agent_stop"):
+        termination_of(episode, "user_stop")
 
 
 def test_the_default_user_prompt_is_tau2s_own_user_simulator_prompt():
