@@ -51,6 +51,17 @@ def _conditions(r: pd.Series) -> list[str]:
     return [r.assistant_model, r.user_model, r.dataset, r.user_mode, f"{r.temperature:g}", r.get("perturbation", "none")]
 
 
+def _rated(column: str) -> Callable[[pd.Series], str]:
+    return lambda r: _rate(r[column], r[f"{column}_lo"], r[f"{column}_hi"])
+
+
+USER_FAULT_COLUMNS = [("premature stop (95% CI)", "fault_premature_stop"), ("revealed early (95% CI)", "fault_revealed_early"),
+                      ("invented fact (95% CI)", "fault_invented_fact"),
+                      ("ungrounded device claim (95% CI)", "fault_ungrounded_device_claim"),
+                      ("user role drift (95% CI)", "fault_role_drift"), ("any user fault (95% CI)", "fault_any"),
+                      ("failed with user fault (95% CI)", "failed_with_fault")]
+"""The τ² report's simulated-user fault rates (testbed.analysis.tau2_faults): header and column, each with its interval."""
+
 COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("episodes", "episodes", lambda r: str(r.episodes)),
     ("errors", "errors", lambda r: str(r.errors)),
@@ -69,6 +80,7 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("tool errors/ep.", "tool_errors_per_episode", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
     ("user tool calls/ep.", "user_tool_calls_per_episode", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
     ("user tool errors/ep.", "user_tool_errors_per_episode", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
+    *((h, c, _rated(c)) for h, c in USER_FAULT_COLUMNS),
     ("follow-up (95% CI)", "followup_rate", lambda r: _rate(r.followup_rate, r.followup_lo, r.followup_hi)),
     ("corrected (95% CI)", "followup_corrected", lambda r: _rate(r.followup_corrected, r.corrected_lo, r.corrected_hi)),
     ("unscored", "followup_rate", lambda r: str(r.unscored)),
@@ -128,6 +140,7 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
                   "user turns/ep.", "ended by")),
     ("τ² tasks", ("reward (95% CI)", "tasks", "pass^k (k=1,2,…)", "reward parts")),
     ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
+    ("simulated-user faults", tuple(h for h, _ in USER_FAULT_COLUMNS)),
     ("judge labels", ("follow-up (95% CI)", "corrected (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
     ("information gathering", ("facts recovered (95% CI)", "in final output", "questions/fact", "premature (95% CI)",
