@@ -19,6 +19,7 @@ from testbed.analysis.figure_registry import Figure, FigureInputs, FigureRegistr
 from testbed.analysis.frames import episodes_frame, normalise
 from testbed.analysis.perturbation import PAIR
 from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2_figures import tau2_users
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
@@ -260,6 +261,9 @@ def survival(inputs: FigureInputs) -> Built:
               for model, g in onsets.groupby("user_model", sort=True)]
     frame = pd.concat(curves, ignore_index=True)
     return frame[["user_model", "episodes", "k", "at_risk", "drifted_at_k", "censored_at_k", "survival"]], None
+
+
+FIGURES.figure("tau2-users", "τ² reward vs simulated-user fault rate", draw="testbed.analysis.tau2_figure_drawing:draw_tau2_users")(tau2_users)
 
 
 def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[FigureData]:
