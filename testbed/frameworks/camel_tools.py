@@ -3,12 +3,17 @@
 Tools. Each side's τ² tool schemas (`episode.tools`) become CAMEL `FunctionTool`s, given to the agent the way
 CAMEL's docs give tools (`ChatAgent(system_message=..., model=..., tools=[FunctionTool(...)])`): each keeps τ²'s
 schema as its `openai_tool_schema`, which CAMEL sends as given, and its function runs the call through
-`episode.execute` against the episode's environment (requestor `assistant`, or `user` for the telecom user's
+`episode.call_tool` against the episode's environment (requestor `assistant`, or `user` for the telecom user's
 phone). The arguments pass through as the model wrote them, so bad arguments get τ²'s own tool error. A call
 CAMEL answers itself without calling the function (a tool name it does not know) is a tool error result with
-CAMEL's text, spoken by `camel`, and counts towards τ²'s error limit as τ² would count it. CAMEL parses a
-reply's arguments before any tool runs and raises on arguments that are not a JSON object, so such a reply
-makes the episode an error with CAMEL's reason (native answers it with τ²'s error and goes on).
+CAMEL's text, spoken by `camel`, and counts towards τ²'s error limit as τ² would count it. (τ²'s evaluator
+replays every call and expects the stored result back, which CAMEL's text is not: while the converter to τ²'s
+messages keeps such calls, an episode with one is stored as an error with the evaluator's reason.) CAMEL parses a
+reply's arguments before any tool runs and raises on arguments that are not a JSON object (JSONDecodeError, or
+pydantic's ValidationError for other JSON), so such a reply makes the episode an error with CAMEL's reason
+(native answers it with τ²'s error and goes on). CAMEL checks every tool's schema against JSON Schema's
+meta-schema at every model request (warning, in the run's log, of τ² parameters without a description): client
+CPU that CAMEL's figures include (about 90 ms per airline request, 14 tools, on a loaded 2-core machine).
 
 The loop. The opening (τ²'s greeting, or the task's message history) is written into both memories: each side's
 own turns as its answers, the other side's as its input, its own tool traffic in CAMEL's tool-call and
@@ -35,6 +40,8 @@ does not (the episode records nothing after its stop).
 Models and requests are camel_roleplay's: an OpenAI-compatible CAMEL model on each Side's endpoint (the wire
 recorder's shared httpx clients and headers when the run keeps a wire log), the sampling as its
 `model_config_dict` with the Side's seed at every request, CAMEL's rate-limit retry off, summarisation off.
+With tools, CAMEL sends no `tool_choice` (the server's default applies; native sends "auto") and a tool-call
+message's empty text as "" rather than null.
 """
 
 from __future__ import annotations
@@ -142,7 +149,7 @@ class ToolAgent:
     def _tool(self, name: str):
         async def run(**arguments: Any) -> str:
             episode = self.episode
-            result = episode.execute(ToolCall(RUNNING_CALL_ID, name, json.dumps(arguments)), self.role)
+            result = episode.call_tool(ToolCall(RUNNING_CALL_ID, name, json.dumps(arguments)), self.role)
             self.log.executed.append(Executed(name, arguments, result))
             self.log.mark = time.perf_counter()
             if episode.desk.errors >= episode.max_errors:
@@ -200,9 +207,7 @@ class ToolAgent:
         if executed and executed[0].name == record.tool_name and executed[0].arguments == record.args:
             ran = executed.pop(0).result
             return replace(ran, content=content, tool_result=replace(ran.tool_result, call_id=call.id))
-        self.episode.desk.errors += 1
-        return Message("tool", content, CAMEL_SPEAKER, self.episode.transcript.next_turn,
-                       tool_result=ToolResult(call.id, record.tool_name, self.role, error=True))
+        return self.episode.reject(call.id, record.tool_name, content, self.role, CAMEL_SPEAKER)
 
 
 async def run_task(episode) -> TerminationReason:

@@ -118,9 +118,10 @@ async def test_bad_arguments_get_tau2s_error_and_an_unknown_tool_camels_and_the_
     assert roles(episode)[6:] == ["assistant", "user"]
 
 
-async def test_arguments_that_are_not_json_make_the_episode_an_error_with_camels_reason():
-    with pytest.raises(BackendError, match="camel: JSONDecodeError"):
-        await run("camel", [[{"name": "create_task", "arguments": "{not json"}]])
+@pytest.mark.parametrize("arguments, raised", [("{not json", "JSONDecodeError"), ("[1, 2]", "ValidationError")])
+async def test_arguments_that_are_not_a_json_object_make_the_episode_an_error_with_camels_reason(arguments, raised):
+    with pytest.raises(BackendError, match=f"camel: {raised}"):
+        await run("camel", [[{"name": "create_task", "arguments": arguments}]])
 
 
 async def test_the_step_limit_inside_a_camel_step_ends_the_episode_and_nothing_more_is_requested():
