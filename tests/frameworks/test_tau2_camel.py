@@ -83,7 +83,8 @@ async def test_the_expected_calls_change_the_environment_and_score_as_native_doe
     created = json.loads(result.content)
     assert created["title"] == json.loads(expected.arguments)["title"]
     assert created["task_id"] in episode.desk.environment.tools.db.tasks, "the call ran against the episode's environment"
-    assert calling.usage.completion_tokens > 0 and calling.finish_reason is None and episode.transcript.messages[5].finish_reason == "stop"
+    assert calling.usage.completion_tokens > 0 and calling.finish_reason is None
+    assert episode.transcript.messages[5].finish_reason == "stop"
 
     native, native_reason, _ = await run("native", script_of())
     assert roles(native) == roles(episode) and native_reason is reason
@@ -103,7 +104,8 @@ async def test_requests_carry_the_tool_schemas_and_tool_messages_as_camel_sends_
         {"role": "assistant", "content": "", "tool_calls": [call.as_chat()]},
         {"role": "tool", "content": result.content, "tool_call_id": call.id}]
     user_requests = [r for r in mock.requests if not r.get("tools")]
-    assert len(user_requests) == 2 and all(m["role"] != "tool" and "tool_calls" not in m for r in user_requests for m in r["messages"])
+    assert len(user_requests) == 2
+    assert all(m["role"] != "tool" and "tool_calls" not in m for r in user_requests for m in r["messages"])
 
 
 async def test_bad_arguments_get_tau2s_error_and_an_unknown_tool_camels_and_the_episode_goes_on():
@@ -181,8 +183,9 @@ async def test_run_scenario_with_camel_stores_the_episode_with_its_reward_and_th
     async with MockOpenAI(tool_script=script_of()) as mock:
         write_yaml(tmp_path / "mock.yaml", {"name": "mock", "backend": "vllm", "model": "mock", "base_url": mock.base_url})
         scenario = load_scenario(write_yaml(tmp_path / "t.yaml", {
-            "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "mock.yaml", "user": "mock.yaml",
-            "user_prompt_file": "prompts/user.md", "temperatures": [0.0], "max_tokens": 32, "max_steps": 30}))
+            "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "mock.yaml",
+            "user": "mock.yaml", "user_prompt_file": "prompts/user.md", "temperatures": [0.0], "max_tokens": 32,
+            "max_steps": 30}))
         summary = await run_scenario(scenario, store, show_progress=False, framework="camel")
     (episode,) = store.episodes(summary.run_id)
     assert episode.status == "done" and episode.termination == "user_stop" and episode.task_score == 1.0
