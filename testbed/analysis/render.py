@@ -62,6 +62,14 @@ USER_FAULT_COLUMNS = [("premature stop (95% CI)", "fault_premature_stop"), ("rev
                       ("failed with user fault (95% CI)", "failed_with_fault")]
 """The τ² report's simulated-user fault rates (testbed.analysis.tau2_faults): header and column, each with its interval."""
 
+FAULT_REVIEW_COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
+    ("hindering faults (95% CI)", "fault_hindered", _rated("fault_hindered")),
+    ("faults reviewed", "fault_reviewed", lambda r: str(r.fault_reviewed)),
+    ("reviews unscored", "fault_review_unscored", lambda r: str(r.fault_review_unscored)),
+    ("failed with hindering fault (95% CI)", "failed_hindered", _rated("failed_hindered")),
+]
+"""The reviewed severity of those faults (`testbed review-faults`), shown only when a reviewer reviewed the run."""
+
 COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("episodes", "episodes", lambda r: str(r.episodes)),
     ("errors", "errors", lambda r: str(r.errors)),
@@ -81,6 +89,7 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("user tool calls/ep.", "user_tool_calls_per_episode", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
     ("user tool errors/ep.", "user_tool_errors_per_episode", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
     *((h, c, _rated(c)) for h, c in USER_FAULT_COLUMNS),
+    *FAULT_REVIEW_COLUMNS,
     ("follow-up (95% CI)", "followup_rate", lambda r: _rate(r.followup_rate, r.followup_lo, r.followup_hi)),
     ("corrected (95% CI)", "followup_corrected", lambda r: _rate(r.followup_corrected, r.corrected_lo, r.corrected_hi)),
     ("unscored", "followup_rate", lambda r: str(r.unscored)),
@@ -141,6 +150,7 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("τ² tasks", ("reward (95% CI)", "tasks", "pass^k (k=1,2,…)", "reward parts")),
     ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
     ("simulated-user faults", tuple(h for h, _ in USER_FAULT_COLUMNS)),
+    ("fault severity (reviewed)", tuple(h for h, _, _ in FAULT_REVIEW_COLUMNS)),
     ("judge labels", ("follow-up (95% CI)", "corrected (95% CI)", "unscored", "top labels")),
     ("role drift", ("drift (95% CI)", "median onset", "onsets k:n", "in role after k=1,2,…")),
     ("information gathering", ("facts recovered (95% CI)", "in final output", "questions/fact", "premature (95% CI)",
@@ -149,7 +159,8 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
 """Column groups: each becomes its own table, so a terminal of ordinary width can show them."""
 
 RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unscored", "user turns/ep.", "median onset",
-         "questions/fact", "tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")
+         "questions/fact", "tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.",
+         "faults reviewed", "reviews unscored")
 
 
 def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:

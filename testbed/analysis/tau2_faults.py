@@ -13,6 +13,7 @@ import pandas as pd
 from testbed.analysis.frames import judge_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2_metrics import is_success
+from testbed.judges.fault_review import FlaggedFault
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault, detect_faults
 from testbed.store import Store
 from testbed.store.frames import episodes_df, run_id_of
@@ -123,4 +124,62 @@ def fault_rates(faults: pd.DataFrame, judged: bool) -> dict[str, float | int]:
     rate("fault_any", int(rows.any_fault.sum()), n)
     rate("failed_with_fault", int(failed.any_fault.sum()), len(failed))
     out.update({"fault_episodes": n, "failed_episodes": len(failed)})
+    return out
+
+
+def flagged_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> list[FlaggedFault]:
+    """The faults of the run's finished, checked episodes, as a reviewer is asked about them (errored episodes are left
+    out, as every rate of a report leaves them out: reviewing them would be paid for and never shown)."""
+    full, episodes, faults = _detected(store, run_id, judge)
+    finished = set(episodes.episode_id[episodes.status == "done"])
+    return [FlaggedFault(eid, f.turn_index, f.kind, f.evidence) for eid in sorted(faults) if eid in finished for f in faults[eid]]
+
+
+REVIEW_COLUMNS = [*TURN_COLUMNS, "reviewed", "verdict"]
+"""The columns of `reviewed_faults`."""
+REVIEW_RATE_COLUMNS = ["fault_hindered", "fault_hindered_lo", "fault_hindered_hi", "fault_reviewed", "fault_review_unscored",
+                       "failed_hindered", "failed_hindered_lo", "failed_hindered_hi", "failed_hindered_known", "fault_reviewer"]
+"""What `review_rates` gives a report row, in order."""
+
+
+def reviewed_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> tuple[JudgeIdentity, pd.DataFrame] | None:
+    """The reviewer that wrote last on the run (testbed.judges.fault_review) and every fault of the run's checked
+    episodes with its latest review by it: `turn_faults`' columns, `reviewed` (a review exists) and `verdict`
+    (`hindered`, `harmless`, None when unreviewed or unscored); None when no reviewer reviewed the run. Reviews of
+    faults the rules no longer flag are left out."""
+    full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
+    reviewers = store.fault_reviewers(full)
+    if not reviewers:
+        return None
+    latest = {r.key: r for r in store.fault_reviews(full, reviewers[-1])}
+    rows = []
+    for eid, turn, kind, evidence in turn_faults(store, full, judge).itertuples(index=False, name=None):
+        review = latest.get((eid, turn, kind))
+        rows.append((eid, turn, kind, evidence, review is not None, review.verdict if review is not None else None))
+    return reviewers[-1], pd.DataFrame(rows, columns=REVIEW_COLUMNS).astype({"turn_index": "int64", "reviewed": bool})
+
+
+def review_rates(faults: pd.DataFrame, reviewed: pd.DataFrame, reviewer: JudgeIdentity) -> dict[str, float | int | str]:
+    """A condition group's fault severity from its `fault_frame` rows (indexed by episode id) and the run's
+    `reviewed_faults`: the share of its reviewed faults (finished, checked episodes; a fault is one kind on one turn)
+    judged hindering, with a Wilson 95 % interval, over `fault_reviewed` scored reviews, `fault_review_unscored`
+    counted apart; and the share of its failed episodes with a fault judged hindering, over `failed_hindered_known`,
+    the failed episodes whose answer is known (a hindering fault, or every fault reviewed, or none flagged)."""
+    rows = faults[(faults.status == "done") & faults.checked]
+    mine = reviewed[reviewed.episode_id.isin(rows.index)]
+    scored = mine[mine.verdict.notna()]
+    out: dict[str, float | int | str] = {}
+
+    def rate(name: str, hits: int, total: int) -> None:
+        lo, hi = wilson_interval(hits, total)
+        out.update({name: hits / total if total else float("nan"), f"{name}_lo": lo, f"{name}_hi": hi})
+
+    rate("fault_hindered", int((scored.verdict == "hindered").sum()), len(scored))
+    out.update({"fault_reviewed": len(scored), "fault_review_unscored": int((mine.reviewed & mine.verdict.isna()).sum())})
+    by_episode = {eid: list(g.verdict) for eid, g in mine.groupby("episode_id")}
+    failed = [by_episode.get(eid, []) for eid in rows.index[rows.failed]]
+    hindered = sum("hindered" in v for v in failed)
+    known = sum("hindered" in v or all(pd.notna(x) for x in v) for v in failed)
+    rate("failed_hindered", hindered, known)
+    out.update({"failed_hindered_known": known, "fault_reviewer": str(reviewer)})
     return out

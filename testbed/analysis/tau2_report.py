@@ -9,7 +9,8 @@ import math
 import pandas as pd
 
 from testbed.analysis.conversation_report import GROUP, conversation_report
-from testbed.analysis.tau2_faults import FAULT_RATE_COLUMNS, fault_frame, fault_rates
+from testbed.analysis.tau2_faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMNS, fault_frame, fault_rates, review_rates,
+                                          reviewed_faults)
 from testbed.analysis.tau2_metrics import (ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts,
                                           with_seed_reliability)
 from testbed.specs.registries import ReportEntry
@@ -38,7 +39,10 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     side's seed fixed across trials (`vary_seeds`), the rows themselves pooling every vary_seeds. `fault_<kind>`
     is the share of finished episodes with that simulated-user fault (testbed.analysis.tau2_faults; `_lo`/`_hi`
     Wilson bounds; role drift needs a judge), `fault_any` the share with any, and `failed_with_fault` the share
-    of failed finished episodes (reward short of 1) with any: how much of the failure the simulator may carry. The rest
+    of failed finished episodes (reward short of 1) with any: how much of the failure the simulator may carry. When a
+    reviewer judged the flagged faults (`testbed review-faults`), `fault_hindered` is the share of reviewed faults it
+    judged hindering the agent and `failed_hindered` the share of failed episodes with a hindering fault (each with
+    Wilson bounds, beside the counts reviewed and unscored: tau2_faults.review_rates). The rest
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
     testbed.analysis.conversation_report's.
     """
@@ -50,8 +54,9 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     faults = fault_frame(store, run_id, judge).set_index("episode_id")
     breakdowns = {eid: r.breakdown for eid, r in store.rewards(run_id).items()}
     users_call = any(c.user_calls for c in counts.values())
+    reviews = reviewed_faults(store, run_id, judge)
     rows = [{**_row(dict(zip(GROUP, keys)), g[g.status == "done"], g, counts, breakdowns, users_call),
-             **fault_rates(faults.loc[g.episode_id], judge is not None)}
+             **fault_rates(faults.loc[g.episode_id], judge is not None), **_severity(faults.loc[g.episode_id], reviews)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
@@ -61,8 +66,17 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     return lead.merge(tau2, on=GROUP, how="left").merge(conversation.drop(columns=["episodes", "errors"]), on=GROUP, how="left")
 
 
+def _severity(faults: pd.DataFrame, reviews) -> dict:
+    """A group's fault-severity columns, when a reviewer reviewed the run's faults; none otherwise."""
+    if reviews is None:
+        return {}
+    reviewer, reviewed = reviews
+    return review_rates(faults, reviewed, reviewer)
+
+
 def _column_order(column: str) -> tuple:
-    """Where a τ² column goes: the reward first, then pass^k by k, the reward's parts, tool use, the user's faults."""
+    """Where a τ² column goes: the reward first, then pass^k by k, the reward's parts, tool use, the user's faults
+    and their reviewed severity."""
     if column.startswith("pass_hat_"):
         return (1, int(column.removeprefix("pass_hat_")), "")
     if column.startswith("breakdown_"):
@@ -71,6 +85,8 @@ def _column_order(column: str) -> tuple:
         return (0, REWARD_COLUMNS.index(column), "")
     if column in FAULT_RATE_COLUMNS:
         return (4, FAULT_RATE_COLUMNS.index(column), "")
+    if column in REVIEW_RATE_COLUMNS:
+        return (5, REVIEW_RATE_COLUMNS.index(column), "")
     return (3, TOOL_COLUMNS.index(column), "")
 
 

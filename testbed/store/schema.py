@@ -2,10 +2,10 @@
 
 import re
 
-SCHEMA_VERSION = 5
-UPGRADABLE_FROM = (1, 2, 3, 4)
-"""Older versions whose tables are a subset of this one: opening them adds the new tables, and `MESSAGES_V5`
-rebuilds their messages table (a CHECK constraint cannot be altered in place)."""
+SCHEMA_VERSION = 6
+UPGRADABLE_FROM = (1, 2, 3, 4, 5)
+"""Older versions whose tables are a subset of this one: opening them adds the new tables (version 6 adds
+`fault_reviews`), and `MESSAGES_V5` rebuilds a version 1-4 messages table (a CHECK constraint cannot be altered in place)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -102,6 +102,22 @@ CREATE TABLE IF NOT EXISTS labels (
     created_at TEXT NOT NULL,
     CHECK ((status = 'scored') = (label IS NOT NULL OR followup IS NOT NULL))
 );
+CREATE TABLE IF NOT EXISTS fault_reviews (
+    review_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    reviewer_version TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    verdict TEXT CHECK (verdict IS NULL OR verdict IN ('hindered', 'harmless')),
+    reason TEXT,
+    raw TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS run_leases (
     run_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -155,6 +171,8 @@ CREATE TABLE IF NOT EXISTS replica_requests (
 );
 CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
+CREATE INDEX IF NOT EXISTS fault_reviews_by_reviewer
+    ON fault_reviews(run_id, reviewer, reviewer_version, model, episode_id, turn_index, kind);
 """
 
 TABLES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", DDL))

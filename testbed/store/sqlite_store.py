@@ -11,7 +11,7 @@ NORMAL allows; the store stays consistent.) One commit per group instead of per 
 keeps the store off the hot path of a run of 1,000 concurrent conversations.
 
 The store is append-only in what it records: a finished episode is never replaced, labels are
-appended, and an errored attempt that a retry replaces is first copied to `failed_attempts`.
+appended (fault reviews too), and an errored attempt that a retry replaces is first copied to `failed_attempts`.
 Reads live in `testbed.store.reader` (inherited by `Store`) and `testbed.store.frames`.
 """
 
@@ -28,6 +28,7 @@ import orjson
 
 from testbed.redaction import redact, redact_secrets_only
 from testbed.store import lease
+from testbed.store.fault_reviews import FaultReviewStore
 from testbed.store.problems import damaged, read_only_message, store_problem, writable
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
@@ -48,7 +49,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-class Store(StoreReader):
+class Store(StoreReader, FaultReviewStore):
     """Reads and writes runs; one connection, used from one thread (the event loop's).
 
     `readonly=True` opens an existing store without writing anything to it (reports, listings,

@@ -1,0 +1,55 @@
+"""`testbed review-faults`: a model's word on whether each flagged simulated-user fault hindered the agent."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from testbed.backends.base import BackendError
+from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async, say
+from testbed.cli.shell import Terminated
+from testbed.specs.errors import SpecError
+from testbed.store.sqlite_store import StoreError
+
+KEPT = "Reviews written before this are kept; run the same command again to continue."
+
+
+@app.command("review-faults")
+def review_faults(
+    run_id: Annotated[str, typer.Argument(help="τ² run id (a unique prefix is enough)")],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="the reviewing model: an agent spec, or an LLM judge spec (its agent and settings)")],
+    labels: Annotated[Optional[str], typer.Option(help="whose role-drift labels flag drift, as in `report --judge` (default: local's; none: no drift)")] = None,
+    store: StoreOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Ask a model, for every fault the rules flagged on a user turn of a finished τ² episode, whether it hindered the
+    agent or was harmless; faults it already gave a verdict on are skipped. `testbed report` then shows the share judged
+    hindering per condition."""
+    from testbed.analysis.tau2_faults import flagged_faults
+    from testbed.judges.fault_review import load_reviewer
+    from testbed.judges.fault_review_run import review_faults as review
+    from testbed.store.labels import default_identity, resolve_identity
+
+    try:
+        reviewer = load_reviewer(judge)
+    except SpecError as exc:
+        fail(str(exc))
+    db = open_store(store)
+    try:
+        run = db.run(run_id)["run_id"]
+        drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else default_identity(db, run, "local")
+        faults = flagged_faults(db, run, drift)
+        if not faults:
+            say(f"run {run} has no flagged user faults in its finished episodes (only a τ² run's can have any): nothing to review")
+            return
+        summary = run_async(review(db, run, faults, reviewer, console=console, show_progress=not quiet))
+    except (StoreError, SpecError) as exc:
+        fail(str(exc))
+    except BackendError as exc:
+        fail(f"{exc.reason}\n{KEPT}")
+    except (KeyboardInterrupt, Terminated):
+        fail(f"stopped; {KEPT[0].lower()}{KEPT[1:]}", 130)
+    asked = summary.flagged - summary.skipped
+    say(f"reviewer {summary.identity}: {summary.hindered} hindered, {summary.harmless} harmless, {summary.unscored} unscored "
+        f"of {asked} flagged faults asked now; {summary.skipped} already reviewed before")
