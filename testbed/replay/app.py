@@ -30,16 +30,17 @@ def binding_rows(screen: Screen) -> list[tuple[str, str]]:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key of the screen below, with what it does; any key closes it."""
+    """Every key of the screen below, with what it does, and the screen's notes (what its filter line can say);
+    any key closes it."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Static { width: 72; height: auto; max-height: 90%; border: round $accent; padding: 1 2; background: $surface; }
     """
 
-    def __init__(self, title: str, rows: list[tuple[str, str]]) -> None:
+    def __init__(self, title: str, rows: list[tuple[str, str]], notes: str = "") -> None:
         super().__init__()
-        self.title_text, self.rows = title, rows
+        self.title_text, self.rows, self.notes = title, rows, notes
 
     def compose(self) -> ComposeResult:
         """The key table."""
@@ -47,6 +48,8 @@ class HelpScreen(ModalScreen[None]):
         for keys, what in self.rows:
             text.append(f"{keys:>14}  ", style="bold cyan")
             text.append(f"{what}\n")
+        if self.notes:
+            text.append(f"\n{self.notes}\n")
         text.append("\nany key closes this help", style="dim")
         yield Static(text)
 
@@ -133,4 +136,5 @@ class ReplayApp(App):
         """Show the keys of the current screen."""
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(type(self.screen).__name__.removesuffix("Screen"), binding_rows(self.screen)))
+        self.push_screen(HelpScreen(type(self.screen).__name__.removesuffix("Screen"), binding_rows(self.screen),
+                                    getattr(self.screen, "HELP_NOTES", "")))

@@ -1,20 +1,39 @@
-"""A run's episodes as rows for the replay app: conditions, how each ended, drift onset and top label.
+"""A run's episodes as rows for the replay app: conditions, how each ended, drift onset, top label, user faults.
 
 One `RunCatalog` is read per opened run, in a handful of whole-run queries (`testbed.store.browse`),
 so a run of 10,000 episodes opens in well under a second; transcripts are read one at a time when
 an episode is opened. Drift follows `testbed.analysis.drift`: the onset is the ordinal of the first
 generated user turn a judge gave a drift label, and unscored turns are never drift.
+
+A τ² run (kind `tau2`) also has its simulated-user faults (`testbed.analysis.tau2_faults.turn_faults`),
+read once when the run is opened, as the τ² report reads them; a run of any other kind reads none and
+imports nothing for them. Faults read from the text are the same under every judge; `role_drift` is a
+judge's drift label on a user turn, so it follows the chosen judge like the drift onset does. With τ²
+not installed, or an episode whose task the installed τ² lacks, there is no fault to show, and the
+catalog says why (`fault_problem`) rather than failing.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.browse import generated_turn_indices
 from testbed.store.labels import HUMAN, latest_label_tuples
+
+if TYPE_CHECKING:
+    from testbed.scenarios.tau2.user_faults import UserFault
+
+TAU2_KIND = "tau2"
+"""The scenario kind whose runs have simulated-user faults."""
+FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invented_fact": "invented",
+               "ungrounded_device_claim": "ungrounded", "role_drift": "drift"}
+"""The short name the table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
+name, so `fault=invented` and `fault=invented_fact` find the same episodes."""
+_FAULT_ORDER = {kind: k for k, kind in enumerate(FAULT_NAMES)}
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,8 @@ class EpisodeRow:
     """The judge's most frequent label on the episode's turns ("" when it scored none); ties go to the taxonomy's order."""
     labels: frozenset[str] = field(default_factory=frozenset)
     """Every label the judge gave on the episode's turns."""
+    faults: tuple[str, ...] = ()
+    """The kinds of simulated-user fault on its turns, in `FAULT_NAMES` order (τ² runs only; empty for others)."""
 
     @property
     def drifted(self) -> bool:
@@ -65,6 +86,16 @@ class EpisodeRow:
     def errored(self) -> bool:
         """Whether the episode failed."""
         return self.status == "error"
+
+    @property
+    def faulted(self) -> bool:
+        """Whether some user turn of the episode carries a simulated-user fault."""
+        return bool(self.faults)
+
+    @property
+    def fault_names(self) -> str:
+        """The fault kinds by their short names, e.g. `premature, invented` ("" when none)."""
+        return ", ".join(FAULT_NAMES.get(kind, kind) for kind in self.faults)
 
 
 def _top_label(labels: list[str]) -> str:
@@ -98,6 +129,12 @@ class RunCatalog:
     generated: dict[str, list[int]]
     labels: dict[tuple[str, int], list[Verdict]]
     scored_by_judge: dict[JudgeIdentity, dict[tuple[str, int], str]] = field(default_factory=dict)
+    tau2: bool = False
+    """Whether the run is a τ² run, whose episodes have simulated-user faults."""
+    faults: dict[str, tuple["UserFault", ...]] = field(default_factory=dict)
+    """The faults read from each episode's text (no `role_drift`: that is the judge's), by episode id, in turn order."""
+    fault_problem: str = ""
+    """Why a τ² run shows no faults at all ("" when they were read)."""
     by_id: dict[str, EpisodeRecord] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,8 +147,11 @@ class RunCatalog:
         for row in latest_label_tuples(store, run_id):
             by_turn[(row[0], row[1])].append(row)
         identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
+        run = store.find_run(run_id)
+        tau2 = run is not None and run.kind == TAU2_KIND
+        faults, problem = _run_faults(store, run_id) if tau2 else ({}, "")
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
-                   generated_turn_indices(store, run_id), dict(by_turn))
+                   generated_turn_indices(store, run_id), dict(by_turn), tau2=tau2, faults=faults, fault_problem=problem)
 
     def episode(self, episode_id: str) -> EpisodeRecord:
         """The run's episode with this id (KeyError when it has none)."""
@@ -130,8 +170,28 @@ class RunCatalog:
                                          if row[2:5] == key and row[5] == "scored" and row[6]}
         return self.scored_by_judge[who]
 
+    def episode_faults(self, episode_id: str, judge: JudgeIdentity | None) -> list["UserFault"]:
+        """An episode's simulated-user faults in turn order: those read from its text, and `role_drift` on each
+        user turn `judge` gave a drift label (evidence: the label). Empty for a run that is not τ²."""
+        if not self.tau2 or self.fault_problem:
+            return []
+        found = list(self.faults.get(episode_id, ()))
+        if judge is not None:
+            from testbed.scenarios.tau2.user_faults import UserFault
+
+            drift, scored = taxonomy().drift_labels, self.scored_labels(judge)
+            found += [UserFault("role_drift", t, scored[(episode_id, t)]) for t in self.generated.get(episode_id, [])
+                      if scored.get((episode_id, t)) in drift]
+        return sorted(found, key=lambda f: (f.turn_index, _FAULT_ORDER.get(f.kind, len(_FAULT_ORDER))))
+
+    def _fault_kinds(self, episode_id: str, drifted: bool) -> tuple[str, ...]:
+        if not self.tau2 or self.fault_problem:
+            return ()
+        kinds = {f.kind for f in self.faults.get(episode_id, ())} | ({"role_drift"} if drifted else set())
+        return tuple(sorted(kinds, key=lambda kind: _FAULT_ORDER.get(kind, len(_FAULT_ORDER))))
+
     def rows(self, judge: JudgeIdentity | None) -> list[EpisodeRow]:
-        """Every episode as a row, with drift onset and top label under `judge` (none of either when None)."""
+        """Every episode as a row, with drift onset, top label and role drift under `judge` (none of them when None)."""
         drift = taxonomy().drift_labels
         scored = self.scored_labels(judge) if judge is not None else {}
         out = []
@@ -144,5 +204,25 @@ class RunCatalog:
             out.append(EpisodeRow(
                 eid, e.key.item_id, e.key.assistant_model, e.key.user_model, e.key.dataset, e.key.user_mode,
                 e.key.temperature, e.key.perturbation, self.framework, e.status, e.termination or "", e.error_reason or "",
-                len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels)))
+                len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels),
+                self._fault_kinds(eid, onset[0] is not None)))
         return out
+
+
+def _run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple["UserFault", ...]], str]:
+    """A τ² run's faults read from the text, by episode, and why there are none at all ("" when they were read)."""
+    from testbed.scenarios.tau2.domains import tau2_installed
+
+    if not tau2_installed():
+        return {}, "τ² is not installed, so user faults cannot be read"
+    from testbed.analysis.tau2_faults import turn_faults
+    from testbed.scenarios.tau2.user_faults import UserFault
+
+    try:
+        frame = turn_faults(store, run_id)
+    except Exception as exc:  # noqa: BLE001 - a τ² package that cannot load its domains must not close the replay
+        return {}, f"user faults could not be read: {type(exc).__name__}: {exc}"
+    out: dict[str, list[UserFault]] = defaultdict(list)
+    for eid, turn, kind, evidence in frame.itertuples(index=False, name=None):
+        out[eid].append(UserFault(kind, int(turn), evidence))
+    return {eid: tuple(faults) for eid, faults in out.items()}, ""

@@ -3,17 +3,22 @@
 Built from the store's messages and a `RunCatalog`'s labels; the app and `testbed show-episode`
 render the same view, so what a terminal shows and what a pipe prints never disagree. Source
 edges are the conversation graph's (`testbed.analysis.graphs.episode_graph`): the earlier turn a
-generated user turn copies most, when it copies at least half of it.
+generated user turn copies most, when it copies at least half of it. On a τ² run each user turn
+also carries its simulated-user faults (`RunCatalog.episode_faults`), role drift under the chosen judge.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from testbed.analysis.graphs import episode_graph, message_dict
 from testbed.replay.catalog import RunCatalog
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.transcript import Message
+
+if TYPE_CHECKING:
+    from testbed.scenarios.tau2.user_faults import UserFault
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class TurnView:
     """The perturbation the answer was shown under, for the answer a probe's user saw perturbed."""
     call_turn: int | None = None
     """For a tool result: the turn of the message that made the call it answers (None when no stored message did)."""
+    faults: tuple["UserFault", ...] = ()
+    """The simulated-user faults on this user turn (τ² runs only), in `FAULT_NAMES` order."""
 
     @property
     def generated(self) -> bool:
@@ -61,11 +68,20 @@ class EpisodeView:
     episode: EpisodeRecord
     judge: JudgeIdentity | None
     turns: tuple[TurnView, ...]
+    tau2: bool = False
+    """Whether the run is a τ² run, whose user turns are checked for faults."""
+    fault_problem: str = ""
+    """Why a τ² run shows no faults at all ("" when they were read)."""
 
     @property
     def onset_position(self) -> int | None:
         """Position in `turns` of the drift onset, or None."""
         return next((i for i, t in enumerate(self.turns) if t.onset), None)
+
+    @property
+    def fault_positions(self) -> list[int]:
+        """Positions in `turns` of the user turns that carry a fault, in order."""
+        return [i for i, t in enumerate(self.turns) if t.faults]
 
 
 def _perturbed_index(messages: list[Message], perturbation: str, first_generated: int | None) -> int | None:
@@ -90,11 +106,15 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
     onset = next((t for t, data in graph.nodes(data=True) if data["onset"]), None)
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
+    faults: dict[int, list[UserFault]] = {}
+    for fault in catalog.episode_faults(eid, judge):
+        faults.setdefault(fault.turn_index, []).append(fault)
     callers: dict[str, int] = {}
     turns = []
     for m in messages:
         callers.update((c.id, m.turn_index) for c in m.tool_calls)
         turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(catalog.records(eid, m.turn_index)), sources.get(m.turn_index),
                               m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None,
-                              callers.get(m.tool_result.call_id) if m.tool_result else None))
-    return EpisodeView(catalog.run_id, episode, judge, tuple(turns))
+                              callers.get(m.tool_result.call_id) if m.tool_result else None,
+                              tuple(faults.get(m.turn_index, ()))))
+    return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.tau2, catalog.fault_problem)

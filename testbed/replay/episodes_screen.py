@@ -1,5 +1,8 @@
 """The episode table of one run: conditions, how each episode ended, drift onset and top label; filter and sort.
 
+A τ² run's table also has a `faults` column: each episode's simulated-user faults by their short names
+(`premature, invented`); `fault=KIND` and `faulted` filter on them, and `f` cycles the `faulted` flag.
+
 Filtering and sorting work on the whole run in memory; the table holds only the rows scrolled to so
 far, a page at a time, so that every keypress on a run of 10,000 episodes stays quick.
 
@@ -19,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from testbed.replay.catalog import EpisodeRow, RunCatalog
-from testbed.replay.filters import EpisodeFilter, FilterError, SortState
+from testbed.replay.filters import FILTER_HELP, EpisodeFilter, FilterError, SortState
 from testbed.store import JudgeIdentity
 from testbed.store.browse import episodes_containing
 from testbed.store.labels import default_identity
@@ -29,12 +32,14 @@ COLUMNS = [
     ("episode", "episode_id"), ("item", "item_id"), ("assistant", "assistant_model"), ("user", "user_model"),
     ("dataset", "dataset"), ("mode", "user_mode"), ("T", "temperature"), ("perturbation", "perturbation"),
     ("framework", "framework"), ("status", "status"), ("stop", "termination"), ("turns", "user_turns"),
-    ("onset", "onset"), ("top label", "top_label"), ("error", "error"),
+    ("onset", "onset"), ("top label", "top_label"), ("faults", "faults"), ("error", "error"),
 ]
 """(heading, EpisodeRow attribute) of every column, in order."""
 
 CONDITION_COLUMNS = frozenset({"assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation", "framework"})
 """Columns folded into the header when every episode has the same value."""
+TAU2_COLUMNS = frozenset({"faults"})
+"""Columns shown only for a τ² run."""
 
 PAGE = 200
 """Rows put in the table at a time: a filter or sort over 10,000 episodes redraws one page, not all of them."""
@@ -42,6 +47,7 @@ LOAD_AHEAD = 40
 
 DRIFT_CYCLE = ("", "drifted", "!drifted")
 ERROR_CYCLE = ("", "errored", "!errored")
+FAULT_CYCLE = ("", "faulted", "!faulted")
 
 
 def cell(row: EpisodeRow, attr: str) -> Text:
@@ -57,17 +63,23 @@ def cell(row: EpisodeRow, attr: str) -> Text:
         return Text(neutralised(value[:40]), style="red")
     if attr == "temperature":
         return Text(f"{value:g}")
+    if attr == "faults":
+        return Text(neutralised(row.fault_names), style="bold dark_orange") if value else Text("-", style="dim")
     return Text(neutralised(str(value)))
 
 
 class EpisodesScreen(Screen):
     """One run's episodes as a table; Enter replays one."""
 
+    HELP_NOTES = f"filter (/):\n{FILTER_HELP}"
+    """What the help screen adds under the keys: what a filter line can say."""
+
     BINDINGS = [
         Binding("enter", "open", "replay episode", show=False),
         Binding("slash", "filter", "filter", key_display="/"),
         Binding("d", "cycle_drifted", "drifted: all / yes / no"),
         Binding("e", "cycle_errored", "errored: all / yes / no"),
+        Binding("f", "cycle_faulted", "user faults (τ²): all / yes / no"),
         Binding("j", "next_judge", "next judge"),
         Binding("s", "next_sort", "sort by next column"),
         Binding("S", "reverse_sort", "reverse sort", show=False),
@@ -92,7 +104,8 @@ class EpisodesScreen(Screen):
     def compose(self) -> ComposeResult:
         """Header, filter line, table, footer."""
         yield Static(id="header")
-        yield Input(placeholder="filter: model=… t=0.7 label=echo drifted !errored free text   (Enter applies, Esc closes)", id="filter")
+        yield Input(placeholder="filter: model=… t=0.7 label=echo fault=invented drifted faulted !errored free text   "
+                                "(Enter applies, Esc closes, ? lists fields)", id="filter")
         yield DataTable(id="episodes", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -118,7 +131,8 @@ class EpisodesScreen(Screen):
 
     def visible_columns(self) -> list[tuple[str, str]]:
         """The columns the table shows now."""
-        return [(h, a) for h, a in COLUMNS if self.show_constant or a not in self.constant]
+        return [(h, a) for h, a in COLUMNS if (self.show_constant or a not in self.constant)
+                and (self.catalog.tau2 or a not in TAU2_COLUMNS)]
 
     def refresh_table(self) -> None:
         """Apply the filter and sort, and redraw the table and header."""
@@ -154,6 +168,8 @@ class EpisodesScreen(Screen):
         errored = sum(r.errored for r in self.rows)
         text = Text(neutralised(self.run_id), style="bold")
         text.append(f"  ·  {len(self.shown)} of {len(self.rows)} episodes  ·  drifted {drifted}  ·  errored {errored}")
+        if self.catalog.tau2:
+            text.append(f"  ·  user faults {sum(r.faulted for r in self.rows)}")
         text.append(neutralised(f"\njudge: {self.judge or 'none (run testbed judge)'}"), style="magenta")
         if len(self.catalog.identities) > 1:
             text.append(f"  (j: {len(self.catalog.identities)} labellers)", style="dim")
@@ -161,6 +177,8 @@ class EpisodesScreen(Screen):
             text.append(neutralised(f"   filter: {self.filter.text}"), style="bold yellow")
         if self.sort.column:
             text.append(f"   sorted by {self.sort.column}{' desc' if self.sort.reverse else ''}", style="cyan")
+        if self.catalog.fault_problem:
+            text.append(neutralised(f"\n{self.catalog.fault_problem}"), style="yellow")
         if self.constant and not self.show_constant:
             text.append("\n" + " · ".join(f"{a.replace('_', ' ')} {v}" for a, v in self.constant.items()), style="dim")
         return text
@@ -189,6 +207,13 @@ class EpisodesScreen(Screen):
     def action_cycle_errored(self) -> None:
         """All episodes → errored only → finished only."""
         self._toggle_term(ERROR_CYCLE)
+
+    def action_cycle_faulted(self) -> None:
+        """All episodes → with a user fault only → without one only (τ² runs)."""
+        if not self.catalog.tau2:
+            self.app.notify("user faults are read only on τ² runs", severity="warning")
+            return
+        self._toggle_term(FAULT_CYCLE)
 
     def action_clear_filter(self) -> None:
         """Show every episode again."""

@@ -6,6 +6,11 @@ keeps episodes whose assistant or user model contains "smol", at temperature 0.7
 labelled `echo_assistant` at least once, that drifted and did not fail, and whose transcript
 contains "gsm8k". Every term must hold. Values match case-insensitively as substrings, except the
 temperature (a number) and the yes/no flags. An unknown field is a `FilterError` naming the known ones.
+
+On a τ² run, `fault=invented` keeps episodes with a simulated-user fault whose kind contains the value
+(`premature`, `early`, `invented`, `ungrounded`, `drift`, or a kind's full name; a value that is part of
+no kind fails when the line is read), and the flag `faulted` (`!faulted`) keeps those with some fault
+(with none). The flags are `drifted`, `errored` and `faulted`; `!` before one negates it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from testbed.replay.catalog import EpisodeRow
+from testbed.replay.catalog import FAULT_NAMES, EpisodeRow
 
 
 class FilterError(ValueError):
@@ -40,6 +45,12 @@ def _flag(getter: Callable[[EpisodeRow], bool]) -> Callable[[EpisodeRow, str], b
     return match
 
 
+def _fault(row: EpisodeRow, value: str) -> bool:
+    if not any(value in kind for kind in FAULT_NAMES):
+        raise FilterError(f"fault={value!r} is part of no fault kind; kinds: {', '.join(FAULT_NAMES)}")
+    return any(value in kind for kind in row.faults)
+
+
 YES, NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
 
 FIELDS: dict[str, Callable[[EpisodeRow, str], bool]] = {
@@ -57,12 +68,23 @@ FIELDS: dict[str, Callable[[EpisodeRow, str], bool]] = {
     "error": _text(lambda r: r.error),
     "top": _text(lambda r: r.top_label),
     "label": lambda r, v: any(v in label for label in r.labels),
+    "fault": _fault,
     "drifted": _flag(lambda r: r.drifted),
     "errored": _flag(lambda r: r.errored),
+    "faulted": _flag(lambda r: r.faulted),
 }
 """Every field a term can name, and how a row matches a (lower-cased) value."""
 
-ALIASES = {"temperature": "t", "pert": "perturbation", "termination": "stop", "status": "errored"}
+FLAGS = ("drifted", "errored", "faulted")
+"""The yes/no fields a term can name bare (`drifted`) or negated (`!drifted`)."""
+
+ALIASES = {"temperature": "t", "pert": "perturbation", "termination": "stop", "status": "errored", "faults": "fault"}
+
+FILTER_HELP = (f"fields (field=value, a part of the value is enough): {', '.join(f for f in FIELDS if f not in FLAGS)}\n"
+               f"flags (! negates): {', '.join(FLAGS)}\n"
+               f"fault kinds: {', '.join(FAULT_NAMES.values())} (τ² runs)\n"
+               "any other word: episodes whose transcript contains it")
+"""What a filter line can say, for the help screen."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +107,12 @@ class EpisodeFilter:
             negated = part.startswith("!")
             name, eq, value = part.lstrip("!").partition("=")
             name = ALIASES.get(name.lower(), name.lower())
-            if not eq and name in ("drifted", "errored"):
+            if not eq and name in FLAGS:
                 terms.append((name, "no" if negated else "yes"))
             elif eq:
                 if name not in FIELDS:
-                    raise FilterError(f"unknown filter field {name!r}; fields: {', '.join(FIELDS)} (or drifted, !errored, free text)")
+                    raise FilterError(f"unknown filter field {name!r}; fields: {', '.join(FIELDS)} "
+                                      f"(or a flag alone: {', '.join(FLAGS)}, ! negates; or free text)")
                 if not value:
                     raise FilterError(f"{part!r} has no value; write {name}=VALUE")
                 terms.append((name, value.lower()))
@@ -113,7 +136,10 @@ class EpisodeFilter:
 
 
 _PROBE = EpisodeRow("", "", "", "", "", "", 0.0, "", "", "done", "", "", 0, None, None, "", frozenset())
-"""A row every term can be tried on, so a bad value (t=abc, drifted=maybe) fails when the line is parsed."""
+"""A row every term can be tried on, so a bad value (t=abc, drifted=maybe, fault=colour) fails when the line is parsed."""
+
+
+_MISSING = (None, "", ())
 
 
 @dataclass
@@ -124,12 +150,12 @@ class SortState:
     reverse: bool = False
 
     def apply(self, rows: list[EpisodeRow]) -> list[EpisodeRow]:
-        """The rows in this order; rows missing the value (no onset, no label, no error) go last either way."""
+        """The rows in this order; rows missing the value (no onset, no label, no error, no fault) go last either way."""
         if self.column is None:
             return rows
         column = self.column
-        present = [r for r in rows if getattr(r, column) not in (None, "")]
-        missing = [r for r in rows if getattr(r, column) in (None, "")]
+        present = [r for r in rows if getattr(r, column) not in _MISSING]
+        missing = [r for r in rows if getattr(r, column) in _MISSING]
         return sorted(present, key=lambda r: getattr(r, column), reverse=self.reverse) + missing
 
     def toggle(self, column: str) -> None:

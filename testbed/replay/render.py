@@ -2,9 +2,10 @@
 
 The replay app puts these panels on screen and `testbed show-episode` prints them, so both show
 the same badges: the true role, the speaker, turn index, tokens and latency; each identity's label
-with its reason; the source edge; the drift onset; a perturbed answer; an episode's error; tool
-calls as `name(arguments)` and tool results tied to their call (`testbed.replay.tool_render`).
-Everything a model, a server or a dataset wrote (messages, reasons, names, ids) is `neutralised`
+with its reason; the source edge; the drift onset; a perturbed answer; a τ² user turn's faults with
+their evidence; an episode's error; tool calls as `name(arguments)` and tool results tied to their
+call (`testbed.replay.tool_render`).
+Everything a model, a server or a dataset wrote (messages, reasons, names, ids, fault evidence) is `neutralised`
 here, so neither the app nor a pipe ever gets an escape sequence from a transcript.
 """
 
@@ -14,6 +15,7 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from testbed.replay.catalog import FAULT_NAMES
 from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
 from testbed.store import LabelRecord
@@ -23,6 +25,8 @@ ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool":
 """The colour of each true role's badge and border."""
 
 ONSET_STYLE = "bold red"
+FAULT_STYLE = "bold dark_orange"
+"""The colour of a user fault's mark, and of the border of a faulted turn (the drift onset's red wins)."""
 
 
 def role_badge(role: str) -> Text:
@@ -39,6 +43,15 @@ def label_line(record: LabelRecord) -> Text:
         line.append("unscored", style="yellow")
     if record.reason:
         line.append(neutralised(f"  — {record.reason}"), style="italic")
+    return line
+
+
+def fault_line(kind: str, evidence: str) -> Text:
+    """` ⚑ invented_fact  ZX9Y8W`: one simulated-user fault of a turn and what triggered it."""
+    line = Text(" ⚑ ", style=f"reverse {FAULT_STYLE}")
+    line.append(neutralised(f" {kind}"), style=FAULT_STYLE)
+    if evidence:
+        line.append(neutralised(f"  {evidence}"))
     return line
 
 
@@ -82,13 +95,14 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -
         marks.append(f"  ↩ {turn.source}", style="bold yellow" if turn.source.kind == "echoes" else "yellow")
     if marks:
         parts.append(marks)
+    parts.extend(fault_line(f.kind, f.evidence) for f in turn.faults)
     parts.extend(_body(turn, folded))
     if turn.generated:
         if turn.labels:
             parts.extend(label_line(r) for r in turn.labels)
         else:
             parts.append(Text("not labelled", style="dim"))
-    border = ONSET_STYLE if turn.onset else ROLE_STYLES.get(turn.message.role, "white")
+    border = ONSET_STYLE if turn.onset else FAULT_STYLE if turn.faults else ROLE_STYLES.get(turn.message.role, "white")
     return Panel(Group(*parts), title=turn_title(turn), title_align="left", border_style=border,
                  subtitle="▶ here" if current else None, subtitle_align="right")
 
@@ -106,8 +120,22 @@ def episode_header(view: EpisodeView) -> Text:
     judge = neutralised(str(view.judge)) if view.judge else "no judge"
     text.append(f" · drift ({judge}): " + (f"onset at user turn {view.turns[onset].ordinal} (turn {view.turns[onset].message.turn_index})"
                                            if onset is not None else "none"))
+    if view.tau2:
+        text.append_text(_faults_summary(view))
     if view.episode.error_reason:
         text.append(neutralised(f"\nerror: {view.episode.error_reason}"), style="bold red")
+    return text
+
+
+def _faults_summary(view: EpisodeView) -> Text:
+    """` · user faults: premature on turn 5, invented on turn 1` (or none, or why they could not be read)."""
+    if view.fault_problem:
+        return Text(neutralised(f" · {view.fault_problem}"), style="dim")
+    found = [(FAULT_NAMES.get(f.kind, f.kind), t.message.turn_index) for t in view.turns for f in t.faults]
+    if not found:
+        return Text(" · user faults: none")
+    text = Text(" · user faults: ")
+    text.append(neutralised(", ".join(f"{name} on turn {turn}" for name, turn in found)), style=FAULT_STYLE)
     return text
 
 
