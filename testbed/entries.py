@@ -28,7 +28,7 @@ FRAMEWORKS.register("native", "testbed.frameworks.catalogue:NATIVE")
 FRAMEWORKS.register("autogen", "testbed.frameworks.catalogue:AUTOGEN")
 FRAMEWORKS.register("langgraph", "testbed.frameworks.catalogue:LANGGRAPH")
 FRAMEWORKS.register("camel", "testbed.frameworks.catalogue:CAMEL")
-FRAMEWORKS.register("tau2", "testbed.frameworks.catalogue:TAU2")
+FRAMEWORKS.register("tau2", "testbed.scenarios.tau2.kind:FRAMEWORK")
 
 REPORTS.register("probe", "testbed.analysis.report:PROBE_REPORT")
 REPORTS.register("conversation", "testbed.analysis.conversation_report:CONVERSATION_REPORT")

@@ -60,16 +60,11 @@ def termination(transcript: Transcript, limits: Limits, after_assistant: AfterAs
     return condition
 
 
-class AutoGenFramework:
+class AutoGenDialogues:
     """Runs the pair as an AgentChat team; the messages it streams become the transcript as they come."""
 
     name = "autogen"
 
-    async def run_task(self, episode) -> TerminationReason:
-        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.autogen_tools)."""
-        from testbed.frameworks.autogen_tools import run_task
-
-        return await run_task(episode)
 
     async def converse(self, transcript: Transcript, assistant, user, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:

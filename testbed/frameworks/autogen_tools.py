@@ -14,7 +14,7 @@ with `initial_messages`), and the team is run with no task.
 What happened is recorded from the team's streamed events, in order: a `ToolCallRequestEvent` is the
 caller's tool-call message (with the model's text beside the calls, which AgentChat streams as a
 `ThoughtEvent`, and its usage), a `ToolCallExecutionEvent` the batch of results, a `TextMessage` a
-spoken turn. Every call a tool runs goes through `episode.execute` inside the tool's `run_json`,
+spoken turn. Every call a tool runs goes through `episode.call_tool` inside the tool's `run_json`,
 after the stream has recorded the message that made it, with the arguments as the model wrote
 them (τ²'s own error for bad arguments). Calls AgentChat answers itself, never reaching a tool (a
 name no tool has, arguments that are not JSON), are recorded with AgentChat's answer, which is what
@@ -49,7 +49,7 @@ from autogen_core.tools import BaseTool, ToolSchema
 from pydantic import BaseModel, ConfigDict
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.autogen_chat import ASSISTANT, USER
+from testbed.frameworks.autogen_chat import ASSISTANT, USER, AutoGenDialogues
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
@@ -140,9 +140,7 @@ class StreamRecorder:
         for r in event.content:
             result = self.results.pop(r.call_id, None)
             if result is None:
-                result = Message("tool", r.content, FRAMEWORK_SPEAKER, self.episode.transcript.next_turn,
-                                 tool_result=ToolResult(r.call_id, r.name, requestor, error=True))
-                self.episode.desk.errors += 1
+                result = self.episode.reject(r.call_id, r.name, r.content, requestor, FRAMEWORK_SPEAKER)
             batch.append(result)
         self.episode.record_results(batch)
 
@@ -157,12 +155,12 @@ class StreamRecorder:
         except TimeoutError:
             raise RuntimeError(f"the team's stream did not deliver its own events within {CATCH_UP_TIMEOUT_S:.0f} s") from None
 
-    async def execute(self, call_id: str | None, requestor: str) -> str:
+    async def call_tool(self, call_id: str | None, requestor: str) -> str:
         """Run a recorded call against the episode's environment; the result's text, the result kept for its batch."""
         await self.wait_for(lambda: call_id in self.calls or self.episode.stopped is not None)
         if self.episode.stopped is not None:
             raise EpisodeEnded(f"the episode has ended ({self.episode.stopped}); the call was not made")
-        result = self.episode.execute(self.calls[call_id], requestor)
+        result = self.episode.call_tool(self.calls[call_id], requestor)
         self.results[call_id] = result
         return result.content
 
@@ -196,7 +194,7 @@ class DomainTool(BaseTool[PassedThrough, str]):
     async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None = None) -> str:
         """Run the call with id `call_id` through the episode, with its arguments as the model wrote them (AgentChat
         gives the parsed `args`, which τ²'s tool checks itself)."""
-        return await self._recorder.execute(call_id, self._requestor)
+        return await self._recorder.call_tool(call_id, self._requestor)
 
     async def run(self, args: PassedThrough, cancellation_token: CancellationToken) -> str:
         """Not used: a call runs by its id (`run_json`), which ties its result to the recorded call."""
@@ -242,3 +240,11 @@ async def run_task(episode: ToolEpisode) -> TerminationReason:
     if episode.stopped is None:
         raise BackendError(f"autogen: the team stopped after {episode.transcript.messages[-1].role} without a τ² stop")
     return episode.stopped
+
+
+class AutoGenFramework(AutoGenDialogues):
+    """AutoGen AgentChat: dialogues as testbed.frameworks.autogen_chat runs them, and τ² tasks with the domain's tools (`run_task`)."""
+
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (this module's `run_task`)."""
+        return await run_task(episode)

@@ -185,17 +185,12 @@ def remember(assistant: ChatAgent, user: ChatAgent, earlier: list[Message]) -> N
             user.update_memory(BaseMessage.make_user_message(m.speaker, m.content), OpenAIBackendRole.USER)
 
 
-class CamelFramework:
+class CamelDialogues:
     """CAMEL role-playing: the assistant answers the dataset's opening, then the AI user and the assistant
     alternate in the society's step order until a stop (see the module docstring)."""
 
     name = "camel"
 
-    async def run_task(self, episode) -> TerminationReason:
-        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.camel_tools)."""
-        from testbed.frameworks.camel_tools import run_task
-
-        return await run_task(episode)
 
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, ByteCounter
+from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, ByteCounter, CamelDialogues
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import TerminationReason
@@ -243,3 +243,11 @@ async def _run(episode, clients: list) -> TerminationReason:
         if stop is not None:
             return stop
         speaker = pair.assistant.name
+
+
+class CamelFramework(CamelDialogues):
+    """CAMEL: dialogues as testbed.frameworks.camel_roleplay runs them, and τ² tasks with the domain's tools (`run_task`)."""
+
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (this module's `run_task`)."""
+        return await run_task(episode)

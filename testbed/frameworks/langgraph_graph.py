@@ -42,7 +42,7 @@ from testbed.participants import Participant
 from testbed.transcript import Message, Transcript, Usage
 
 
-class LangGraphFramework:
+class LangGraphDialogues:
     """Runs the conversation as a compiled LangGraph `StateGraph` of an assistant node and a simulated-user node.
 
     The graph is built for each `converse` call: its nodes and edges close over that episode's
@@ -52,11 +52,6 @@ class LangGraphFramework:
 
     name = "langgraph"
 
-    async def run_task(self, episode) -> TerminationReason:
-        """Run a τ² task with the domain's tools given the framework's way (testbed.frameworks.langgraph_tools)."""
-        from testbed.frameworks.langgraph_tools import run_task
-
-        return await run_task(episode)
 
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:

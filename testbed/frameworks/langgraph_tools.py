@@ -27,7 +27,7 @@ is the starting state, converted the same way.
 
 Each domain tool is a `StructuredTool` whose `args_schema` is τ²'s JSON schema, so the model is sent
 τ²'s names, descriptions and parameters; LangChain validates nothing against a JSON schema, so the
-arguments reach `episode.execute` as the model wrote them and τ²'s own error comes back for bad
+arguments reach `episode.call_tool` as the model wrote them and τ²'s own error comes back for bad
 ones (raised as a `ToolException`, which LangChain turns into an error `ToolMessage` with τ²'s text).
 A call the framework rejects before any tool runs becomes a tool error result with the framework's
 own words: an unknown tool (ToolNode's "is not a valid tool" message) or arguments that are not JSON
@@ -62,13 +62,15 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, ToolRuntime, tools_condition
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.langgraph_graph import client, usage_of
+from testbed.frameworks.langgraph_graph import LangGraphDialogues, client, usage_of
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import TerminationReason
-from testbed.scenarios.tau2.episode import next_side
+from testbed.frameworks.tool_desk import ENVIRONMENT, next_side
 from testbed.transcript import Message, ToolCall, ToolResult
 
+FRAMEWORK_SPEAKER = "langgraph"
+"""The speaker of a result LangGraph gave itself, never the environment's."""
 VIEW_KEY = {"assistant": "messages", "user": "user_messages"}
 """The state key holding each side's own view of the conversation."""
 TOOLS_NODE = {"assistant": "tools", "user": "user_tools"}
@@ -142,7 +144,7 @@ def domain_tool(episode, function: dict[str, Any], requestor: str) -> Structured
     name = function["name"]
 
     async def call(runtime: ToolRuntime, **arguments: Any) -> str:
-        result = episode.execute(ToolCall(runtime.tool_call_id, name, json.dumps(arguments, ensure_ascii=False)), requestor)
+        result = episode.call_tool(ToolCall(runtime.tool_call_id, name, json.dumps(arguments, ensure_ascii=False)), requestor)
         if result.tool_result is not None and result.tool_result.error:
             raise ToolException(result.content)
         return result.content
@@ -216,17 +218,22 @@ def results_node(episode, role: str, tool_names: set[str]):
         at = max(i for i, m in enumerate(view) if isinstance(m, AIMessage))
         rejected = [ToolMessage(content=f"Error: {c['error']}", tool_call_id=c["id"] or "", name=c["name"] or "", status="error")
                     for c in view[at].invalid_tool_calls]
-        batch = [*view[at + 1:], *rejected]
-        episode.desk.errors += len(rejected) + sum(m.status == "error" and m.name not in tool_names for m in view[at + 1:])
-        episode.record_results([tool_result(m, role) for m in batch])
+        batch = [rejection(episode, m, role) if m.status == "error" and m.name not in tool_names else tool_result(m, role)
+                 for m in view[at + 1:]]
+        episode.record_results(batch + [rejection(episode, m, role) for m in rejected])
         return {key: rejected}
 
     return record
 
 
+def rejection(episode, message: ToolMessage, requestor: str) -> Message:
+    """A call LangChain or ToolNode answered itself (not JSON, an unknown tool) as the episode's rejected call."""
+    return episode.reject(message.tool_call_id, message.name or "", str(message.content), requestor, FRAMEWORK_SPEAKER)
+
+
 def tool_result(message: ToolMessage, requestor: str) -> Message:
     """A ToolMessage of the graph as the transcript's tool message (its turn index is set when recorded)."""
-    return Message("tool", str(message.content), "environment", 0,
+    return Message("tool", str(message.content), ENVIRONMENT, 0,
                    tool_result=ToolResult(message.tool_call_id, message.name or "", requestor, message.status == "error"))
 
 
@@ -265,3 +272,11 @@ def as_calls(m: Message) -> AIMessage:
             invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": "not a JSON object",
                             "type": "invalid_tool_call"})
     return AIMessage(content=m.content, tool_calls=valid, invalid_tool_calls=invalid)
+
+
+class LangGraphFramework(LangGraphDialogues):
+    """LangGraph: dialogues as testbed.frameworks.langgraph_graph runs them, and τ² tasks with the domain's tools (`run_task`)."""
+
+    async def run_task(self, episode) -> TerminationReason:
+        """Run a τ² task with the domain's tools given the framework's way (this module's `run_task`)."""
+        return await run_task(episode)

@@ -20,7 +20,7 @@ from testbed.backends.base import BackendError
 from testbed.redaction import redact
 
 FRAMEWORK_LOGGERS = ("autogen_core", "autogen_agentchat", "autogen_ext", "openai", "httpx", "httpcore", "langchain",
-                     "langchain_core", "langchain_openai", "langgraph", "camel", "asyncio")
+                     "langchain_core", "langchain_openai", "langgraph", "camel", "LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "asyncio")
 """Loggers whose own handlers (if a framework added any) are set aside so that their records reach the file only."""
 FAILURES = logging.getLogger("testbed.frameworks")
 """Where a failed episode's full traceback is logged."""

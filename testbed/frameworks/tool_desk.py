@@ -17,6 +17,8 @@ USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": Ter
 """τ²'s user stop signals and the termination each means."""
 AGENT_SIGNAL = "###STOP###"
 """τ²'s assistant stop signal."""
+ENVIRONMENT = "environment"
+"""The speaker of a tool message the episode's environment answered (a framework's own answers carry its name)."""
 
 
 def strip_signals(message: Message, signals) -> tuple[Message, str | None]:
@@ -50,7 +52,7 @@ class ToolDesk:
             reply = self.environment.get_response(Tau2Call(id=call.id, name=call.name, arguments=arguments, requestor=requestor))
             content, error = reply.content or "", bool(reply.error)
         self.errors += error
-        return Message("tool", content, "environment", turn, tool_result=ToolResult(call.id, call.name, requestor, error))
+        return Message("tool", content, ENVIRONMENT, turn, tool_result=ToolResult(call.id, call.name, requestor, error))
 
 
 

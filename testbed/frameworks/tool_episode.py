@@ -4,7 +4,7 @@ A framework runs a task its own way (its agents, its tool objects, its loop) and
 happens through the episode, so every framework's transcript has the same shape: the assistant's
 tool calls as assistant messages with `tool_calls`, each result as a `tool` message tied to its call,
 the user's turns with τ²'s stop signals stripped. Tool calls always run against the episode's
-environment (`execute`), which the testbed owns and τ²'s evaluator later replays, whichever
+environment (`call_tool`), which the testbed owns and τ²'s evaluator later replays, whichever
 framework asked for them.
 
 Steps and limits follow τ²'s orchestrator: a step is one generation or one batch of tool results;
@@ -21,7 +21,7 @@ from typing import Any
 from testbed.frameworks.pair import Pair, Side, endpoint_of
 from testbed.orchestrator import TerminationReason
 from testbed.frameworks.tool_desk import AGENT_SIGNAL, USER_SIGNALS, ToolDesk, next_side, strip_signals
-from testbed.transcript import Message, ToolCall, Transcript
+from testbed.transcript import Message, ToolCall, ToolResult, Transcript
 
 
 @dataclass
@@ -61,10 +61,17 @@ class ToolEpisode:
         """The spoken conversation so far (what a framework is started with); the last turn is the assistant's."""
         return self.transcript.dialogue()
 
-    def execute(self, call: ToolCall, requestor: str = "assistant") -> Message:
+    def call_tool(self, call: ToolCall, requestor: str = "assistant") -> Message:
         """Run one call against the episode's environment; its result message, not yet recorded (τ²'s tool
         error for arguments that are not a JSON object, an unknown tool or bad arguments)."""
         return self.desk.answer(call, requestor, self.transcript.next_turn)
+
+    def reject(self, call_id: str, name: str, content: str, requestor: str, speaker: str) -> Message:
+        """The error result of a call the framework answered itself (an unknown tool, arguments it would not parse),
+        in its own words, counted as a tool error as τ² counts every error result; not yet recorded. Its speaker is
+        the framework, so τ²'s evaluator, which replays the environment's calls, leaves the call out."""
+        self.desk.errors += 1
+        return Message("tool", content, speaker, self.transcript.next_turn, tool_result=ToolResult(call_id, name, requestor, error=True))
 
     def record(self, message: Message) -> TerminationReason | None:
         """Append a generated message (a text turn or tool calls) and count its step; the stop, when this ends the episode.
@@ -109,7 +116,7 @@ async def step_loop(episode: ToolEpisode) -> TerminationReason:
     while True:
         if side == "environment":
             caller = transcript.messages[-1]
-            stop = episode.record_results([episode.execute(call, caller.role) for call in caller.tool_calls])
+            stop = episode.record_results([episode.call_tool(call, caller.role) for call in caller.tool_calls])
             side = caller.role
         else:
             message = await (episode.user if side == "user" else episode.assistant).respond(transcript)

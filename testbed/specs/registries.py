@@ -27,8 +27,8 @@ class ScenarioKindEntry:
     `runner` is the kind class (`plan(scenario)`, `runner(context)`; testbed.scenarios.base.ScenarioKind);
     `limit_field` the selection `--limit` sets; `resolve` a hook `(path, spec, user_prompt) -> {field: value}`
     that reads the kind's extra files into ResolvedScenario (or None); `report` the name of the
-    report entry (REPORTS) that builds this kind's report; `sweepable` True when its episodes open
-    with a dataset item, so a sweep can vary the assistant and the dataset.
+    report entry (REPORTS) that builds this kind's report; `sweepable` True when a sweep can vary its
+    assistant, user and dataset (a kind whose episodes open with a dataset item, or τ², whose `dataset` names the domain).
     """
 
     name: str

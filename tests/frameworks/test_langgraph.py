@@ -184,4 +184,4 @@ async def test_what_the_graph_cannot_start_from_is_refused_as_a_backend_error(mo
 
 def test_the_framework_is_found_by_name():
     lg = framework("langgraph")
-    assert lg.name == "langgraph" and type(lg).__module__ == "testbed.frameworks.langgraph_graph"
+    assert lg.name == "langgraph" and type(lg).__module__ == "testbed.frameworks.langgraph_tools"

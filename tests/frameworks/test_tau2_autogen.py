@@ -132,7 +132,7 @@ async def test_bad_calls_become_tool_errors_and_too_many_end_the_episode_inside_
     assert [r.tool_result.call_id for r in messages[4:]] == [c.id for c in messages[3].tool_calls]
     assert all(r.tool_result.error for r in messages[4:]) and episode.desk.errors == 3
     fresh = episode_on(mock.base_url)
-    assert wrong.speaker == "environment" and wrong.content == fresh.execute(messages[3].tool_calls[1]).content, \
+    assert wrong.speaker == "environment" and wrong.content == fresh.call_tool(messages[3].tool_calls[1]).content, \
         "τ²'s own error for arguments its tool refuses"
     assert unknown.speaker == not_json.speaker == FRAMEWORK_SPEAKER, "AgentChat answered these itself, as the model saw"
     assert "no_such_tool" in unknown.content and not_json.content.startswith("Error")
@@ -141,8 +141,6 @@ async def test_bad_calls_become_tool_errors_and_too_many_end_the_episode_inside_
 
 
 
-@pytest.mark.xfail(strict=True, reason="trajectory.to_tau2 hands τ²'s evaluator a call AgentChat answered itself; the replay "
-                                       "gets τ²'s answer, not the stored one, and raises (the episode is stored as an error)")
 async def test_an_episode_with_a_call_agentchat_answered_itself_is_scored():
     d = domain("mock")
     async with MockOpenAI(tool_script=[[{"name": "no_such_tool"}]]) as mock:
@@ -169,7 +167,7 @@ async def test_a_tool_asked_to_run_after_the_episode_stopped_is_refused():
     assert stop is TerminationReason.USER_STOP
     recorder = StreamRecorder(episode, {})
     with pytest.raises(EpisodeEnded):
-        await recorder.execute("call_after_the_end", "assistant")
+        await recorder.call_tool("call_after_the_end", "assistant")
     assert episode.desk.errors == 0 and episode.transcript.messages[-1].role == "user"
 
 

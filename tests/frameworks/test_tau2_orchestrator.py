@@ -17,7 +17,7 @@ from helpers import REPO, write_yaml  # noqa: E402
 from testbed.backends.base import BackendError  # noqa: E402
 from testbed.control_tokens import GENERIC  # noqa: E402
 from testbed.frameworks import framework  # noqa: E402
-from testbed.frameworks.tau2_orchestrator import orchestrate  # noqa: E402
+from testbed.scenarios.tau2.reference_loop import orchestrate  # noqa: E402
 from testbed.frameworks.tool_episode import ToolEpisode  # noqa: E402
 from testbed.orchestrator import Limits, TerminationReason  # noqa: E402
 from testbed.participants import TurnSampling  # noqa: E402
@@ -195,7 +195,7 @@ async def test_a_telecom_user_calls_its_phone_through_tau2s_user_simulator():
 
 
 def test_tau2s_termination_is_the_episodes_or_an_error_saying_where_they_differ():
-    from testbed.frameworks.tau2_records import termination_of
+    from testbed.scenarios.tau2.reference_records import termination_of
 
     episode = mock_episode("http://127.0.0.1:9/v1", domain("mock").tasks["create_task_1"], template=DEFAULT_TEMPLATE)
     episode.stopped = TerminationReason.TRANSFER

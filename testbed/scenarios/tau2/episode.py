@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from testbed.frameworks.tool_desk import AGENT_SIGNAL, USER_SIGNALS, ToolDesk, next_side, strip_signals
+from testbed.frameworks.tool_desk import ToolDesk
 from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2
 from testbed.transcript import Message, Transcript
-
-__all__ = ["AGENT_SIGNAL", "USER_SIGNALS", "ToolDesk", "next_side", "start_episode", "strip_signals"]
 
 def start_episode(task: Any, new_environment, system_prompt: str, speaker: str) -> tuple[Transcript, ToolDesk]:
     """The transcript's opening (the assistant's system prompt, then the task's message history or τ²'s greeting) and a

@@ -20,6 +20,7 @@ from testbed.backends.factory import served_model_name
 from testbed.concurrency import gather_or_cancel
 from testbed.frameworks import framework
 from testbed.frameworks.base import owns_client
+from testbed.frameworks.catalogue import OPENAI_COMPATIBLE
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import ERROR
 from testbed.participants import TurnSampling
@@ -32,7 +33,7 @@ from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
-from testbed.specs.registries import ScenarioKindEntry
+from testbed.specs.registries import FrameworkEntry, ScenarioKindEntry
 from testbed.specs.tau2 import VARY_SEEDS_KEY, Tau2ScenarioSpec
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.transcript import Message
@@ -249,6 +250,11 @@ class Tau2Kind:
         """A runner for tasks."""
         return Tau2Runner(context)
 
+
+FRAMEWORK = FrameworkEntry("tau2", "testbed.scenarios.tau2.reference_loop:Tau2Framework", kinds=("tau2",), user_modes=("instructed",),
+                           backends=OPENAI_COMPATIBLE, modules=("tau2.orchestrator.orchestrator", "litellm"), extra="tau2")
+"""τ²-bench's own orchestrator, agent and user simulator (through litellm) as a framework: the benchmark's reference loop.
+Its entry lives with the kind, not in testbed.frameworks.catalogue, because the loop is made of the kind's parts."""
 
 KIND = ScenarioKindEntry(name="tau2", spec=Tau2ScenarioSpec, runner=Tau2Kind, report="tau2", limit_field="tasks", resolve=check_tau2,
                          sweepable=True)

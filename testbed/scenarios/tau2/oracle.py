@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from testbed.scenarios.tau2.episode import AGENT_SIGNAL
+from testbed.frameworks.tool_desk import AGENT_SIGNAL
 from testbed.transcript import Message, ToolCall, Transcript
 
 

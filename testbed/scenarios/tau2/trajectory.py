@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from testbed.frameworks.tool_desk import ENVIRONMENT
 from testbed.transcript import Message, ToolCall, ToolResult
 
 SCRIPTED = "tau2"
@@ -13,18 +14,13 @@ GREETING = "Hi! How can I help you today?"
 """τ²'s first assistant message (its orchestrator's DEFAULT_FIRST_AGENT_MESSAGE) when a task has no message history."""
 
 
-def parsed_arguments(call: ToolCall) -> dict[str, Any] | None:
-    """A call's arguments as the JSON object they must be, or None (ToolCall.parsed_arguments)."""
-    return call.parsed_arguments()
-
-
 def from_tau2(messages: list[Any], first_turn: int) -> list[Message]:
     """τ² messages (a task's `initial_state.message_history`) as testbed messages from turn `first_turn`."""
     out: list[Message] = []
     for m in messages:
         turn = first_turn + len(out)
         if m.role == "tool":
-            out.append(Message("tool", m.content or "", "environment", turn,
+            out.append(Message("tool", m.content or "", ENVIRONMENT, turn,
                                tool_result=ToolResult(m.id, _call_name(out, m.id), m.requestor, bool(m.error))))
             continue
         calls = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments)) for c in m.tool_calls or ())
@@ -43,16 +39,17 @@ def _call_name(earlier: list[Message], call_id: str) -> str:
 def to_tau2(messages: list[Message]) -> list[Any]:
     """The episode as τ²'s messages, for its evaluator.
 
-    System prompts are left out (τ²'s trajectories hold none). A tool call whose arguments are not a
-    JSON object never reached a tool (the testbed answered it with an error itself), so it and its
-    result are left out too: τ²'s evaluator replays every call on a fresh environment and expects the
-    stored result back, which such a call cannot give.
+    System prompts are left out (τ²'s trajectories hold none). A tool call that never reached the
+    environment (arguments that are not a JSON object, which the testbed answers itself, or a call a
+    framework answered in its own words: its result's speaker is not the environment) is left out with
+    its result: τ²'s evaluator replays every call on a fresh environment and expects the stored result
+    back, which such a call cannot give.
     """
     from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
     from tau2.data_model.message import ToolCall as Tau2Call
 
     kinds = {"assistant": AssistantMessage, "user": UserMessage}
-    skipped: set[str] = set()
+    skipped = {m.tool_result.call_id for m in messages if m.tool_result is not None and m.speaker != ENVIRONMENT}
     out: list[Any] = []
     for m in messages:
         if m.role == "system":
@@ -65,8 +62,8 @@ def to_tau2(messages: list[Message]) -> list[Any]:
         if m.tool_calls:
             calls = []
             for c in m.tool_calls:
-                arguments = parsed_arguments(c)
-                if arguments is None:
+                arguments = c.parsed_arguments()
+                if arguments is None or c.id in skipped:
                     skipped.add(c.id)
                 else:
                     calls.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=m.role))

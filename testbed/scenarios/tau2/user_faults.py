@@ -48,7 +48,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.scenarios.tau2.trajectory import parsed_arguments
 from testbed.transcript import Message
 
 FAULT_KINDS = ("premature_stop", "revealed_early", "invented_fact", "ungrounded_device_claim", "role_drift")
@@ -232,7 +231,7 @@ def _executed_calls(messages: list[Message]) -> list[Any]:
     out = []
     for m in messages:
         for c in m.tool_calls:
-            arguments = parsed_arguments(c)
+            arguments = c.parsed_arguments()
             if c.id in ok and arguments is not None:
                 requestor = "user" if m.role == "user" else "assistant"
                 out.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=requestor))

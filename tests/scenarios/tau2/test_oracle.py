@@ -9,7 +9,7 @@ import random
 import pytest
 
 from testbed.scenarios.tau2.domains import domain
-from testbed.scenarios.tau2.episode import ToolDesk
+from testbed.frameworks.tool_desk import ToolDesk
 from testbed.scenarios.tau2.oracle import OracleAssistant, expected_calls, final_words, oracle_episode
 from testbed.transcript import ToolCall
 

@@ -7,7 +7,7 @@ the endpoint's base URL and key, the side's sampling, its timeout and retries, a
 recorder's headers when the run keeps a wire log (so every request passes the recorder and shows in
 the wire log; litellm builds and caches its own HTTP client per route). τ²'s orchestrator is
 synchronous: each episode runs it in a worker thread, then its new messages are recorded into the
-episode (testbed.frameworks.tau2_records) and its termination mapped to the testbed's.
+episode (testbed.scenarios.tau2.reference_records) and its termination mapped to the testbed's.
 
 Where it departs from `tau2 run`, and why:
 
@@ -34,7 +34,7 @@ tools and the user's tool calls' arguments re-serialised; a tool call whose argu
 makes τ²'s agent raise (an episode error), where the native loop answers it with a tool error; an
 empty reply is asked again up to the endpoint's retries. τ²'s LLMAgent does not stop on the assistant's
 `###STOP###` (only its solo agent does); where the episode's step rules would have, the episode is an
-error saying so (testbed.frameworks.tau2_records.termination_of).
+error saying so (testbed.scenarios.tau2.reference_records.termination_of).
 
 A cancelled episode stops at τ²'s next step (the request in flight is finished first: a thread
 cannot be interrupted).
@@ -52,7 +52,7 @@ from typing import Any
 from testbed.backends.base import BackendError
 from testbed.frameworks.pair import Pair, Side
 from testbed.frameworks.run_log import framework_failure
-from testbed.frameworks.tau2_records import record_trajectory, termination_of
+from testbed.scenarios.tau2.reference_records import record_trajectory, termination_of
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import tau2_registry
