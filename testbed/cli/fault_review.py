@@ -13,13 +13,15 @@ from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
 
 KEPT = "Reviews written before this are kept; run the same command again to continue."
+JUDGE_HELP = "the reviewing model: an agent spec, or an LLM judge spec (its agent and settings)"
+LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (default: local's; none: no drift)"
 
 
 @app.command("review-faults")
 def review_faults(
     run_id: Annotated[str, typer.Argument(help="τ² run id (a unique prefix is enough)")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="the reviewing model: an agent spec, or an LLM judge spec (its agent and settings)")],
-    labels: Annotated[Optional[str], typer.Option(help="whose role-drift labels flag drift, as in `report --judge` (default: local's; none: no drift)")] = None,
+    judge: Annotated[str, typer.Option("--judge", "-j", help=JUDGE_HELP)],
+    labels: Annotated[Optional[str], typer.Option(help=LABELS_HELP)] = None,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -41,7 +43,8 @@ def review_faults(
         drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else default_identity(db, run, "local")
         faults = flagged_faults(db, run, drift)
         if not faults:
-            say(f"run {run} has no flagged user faults in its finished episodes (only a τ² run's can have any): nothing to review")
+            say(f"run {run} has no flagged user faults in its finished episodes (only a τ² run's can have any): "
+                "nothing to review")
             return
         summary = run_async(review(db, run, faults, reviewer, console=console, show_progress=not quiet))
     except (StoreError, SpecError) as exc:

@@ -215,7 +215,8 @@ class FaultReviewer:
         s = self.reviewer.settings
         prompt = [{"role": "user", "content": render_review_prompt(self.template, messages, fault, self.tokens)}]
         structured = self.backend.capabilities.structured_output
-        response_format = {"type": "json_schema", "json_schema": {"name": "fault_review", "schema": review_schema(), "strict": True}}
+        schema = {"name": "fault_review", "schema": review_schema(), "strict": True}
+        response_format = {"type": "json_schema", "json_schema": schema}
         asked, replies = prompt, []
         for attempt in range(s.max_retries + 1):
             request = GenerateRequest(asked, temperature=s.temperature, max_tokens=s.max_tokens,
@@ -229,8 +230,8 @@ class FaultReviewer:
                          {"role": "user", "content": REPAIR.format(problem=exc)}]
                 continue
             return FaultReviewRow(*fault.key, fault.evidence, verdict, reason, reply, attempt + 1)
-        return FaultReviewRow(*fault.key, fault.evidence, None, f"unparsable after {len(replies)} attempts", "\n---\n".join(replies),
-                              len(replies))
+        unread = f"unparsable after {len(replies)} attempts"
+        return FaultReviewRow(*fault.key, fault.evidence, None, unread, "\n---\n".join(replies), len(replies))
 
     async def review_all(self, items: Sequence[tuple[Sequence[Message], FlaggedFault]],
                          on_review: OnReview | None = None) -> list[FaultReviewRow]:

@@ -62,7 +62,8 @@ async def review_faults(store: Store, run_id: str, faults: Sequence[FlaggedFault
             counts[row.verdict] += 1
             progress.advance(error=row.verdict is None, tokens=0)
 
-        with EpisodeProgress(f"review {who}", len(todo), console=console, enabled=show_progress, error_label="unscored") as progress:
+        bar = EpisodeProgress(f"review {who}", len(todo), console=console, enabled=show_progress, error_label="unscored")
+        with bar as progress:
             if todo:
                 async with _bound(asker) as bound:
                     for part in _chunks(todo, chunk):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from testbed.store.records import JudgeIdentity
 from testbed.store.text import storable
@@ -111,13 +112,13 @@ class FaultReviewStore:
         return {(r[0], r[1], r[2]) for r in rows}
 
     def write_fault_reviews(self, run_id: str, reviewer: JudgeIdentity, rows: Iterable[FaultReviewRow]) -> None:
-        """Append reviews under one reviewer in one transaction (a batch is stored whole or not at all)."""
-        from testbed.store.sqlite_store import now
-
+        """Append reviews under one reviewer in one transaction (a batch is stored whole or not at all), stamped in the
+        store's one time format (`sqlite_store.now`'s, which this module, imported by it, cannot import)."""
+        written = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         with self.conn:
             self.conn.executemany(
                 "INSERT INTO fault_reviews (run_id, episode_id, turn_index, kind, evidence, reviewer, reviewer_version, model,"
                 " verdict, reason, raw, attempts, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, r.episode_id, r.turn_index, r.kind, storable(r.evidence), reviewer.judge, reviewer.version, reviewer.model,
-                  r.verdict, storable(r.reason), storable(r.raw), r.attempts, now()) for r in rows],
+                [(run_id, r.episode_id, r.turn_index, r.kind, storable(r.evidence), reviewer.judge, reviewer.version,
+                  reviewer.model, r.verdict, storable(r.reason), storable(r.raw), r.attempts, written) for r in rows],
             )
