@@ -10,7 +10,9 @@ read once when the run is opened, as the τ² report reads them; a run of any ot
 imports nothing for them. Faults read from the text are the same under every judge; `role_drift` is a
 judge's drift label on a user turn, so it follows the chosen judge like the drift onset does. With τ²
 not installed, or an episode whose task the installed τ² lacks, there is no fault to show, and the
-catalog says why (`fault_problem`) rather than failing.
+catalog says why (`fault_problem`) rather than failing. Reading them imports τ² (seconds, the first
+time), so the app loads the catalog without them (`read_faults=False`) and reads them in the
+background (`run_faults`, then `set_faults`); until then `fault_problem` is `FAULTS_PENDING`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invent
 """The short name the table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
 name, so `fault=invented` and `fault=invented_fact` find the same episodes."""
 _FAULT_ORDER = {kind: k for k, kind in enumerate(FAULT_NAMES)}
+FAULTS_PENDING = "reading the user faults…"
+"""`fault_problem` of a τ² catalog loaded without its faults, until `set_faults` gives them."""
 
 
 @dataclass(frozen=True)
@@ -141,17 +145,22 @@ class RunCatalog:
         self.by_id = {e.key.episode_id: e for e in self.episodes}
 
     @classmethod
-    def load(cls, store: Store, run_id: str) -> "RunCatalog":
-        """Read the run's episodes, generated turns and latest labels (of every identity)."""
+    def load(cls, store: Store, run_id: str, *, read_faults: bool = True) -> "RunCatalog":
+        """Read the run's episodes, generated turns and latest labels (of every identity), and a τ² run's user faults
+        unless `read_faults` is False (then they are `FAULTS_PENDING` until `set_faults`)."""
         by_turn: dict[tuple[str, int], list[Verdict]] = defaultdict(list)
         for row in latest_label_tuples(store, run_id):
             by_turn[(row[0], row[1])].append(row)
         identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
         run = store.find_run(run_id)
         tau2 = run is not None and run.kind == TAU2_KIND
-        faults, problem = _run_faults(store, run_id) if tau2 else ({}, "")
+        faults, problem = run_faults(store, run_id) if tau2 and read_faults else ({}, FAULTS_PENDING if tau2 else "")
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
                    generated_turn_indices(store, run_id), dict(by_turn), tau2=tau2, faults=faults, fault_problem=problem)
+
+    def set_faults(self, faults: dict[str, tuple["UserFault", ...]], problem: str) -> None:
+        """Take the user faults `run_faults` read for this τ² run (and why there are none, "" when they were read)."""
+        self.faults, self.fault_problem = faults, problem
 
     def episode(self, episode_id: str) -> EpisodeRecord:
         """The run's episode with this id (KeyError when it has none)."""
@@ -209,8 +218,9 @@ class RunCatalog:
         return out
 
 
-def _run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple["UserFault", ...]], str]:
-    """A τ² run's faults read from the text, by episode, and why there are none at all ("" when they were read)."""
+def run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple["UserFault", ...]], str]:
+    """A τ² run's faults read from the text, by episode, and why there are none at all ("" when they were read);
+    never raises for a τ² that is missing or cannot load its domains."""
     from testbed.scenarios.tau2.domains import tau2_installed
 
     if not tau2_installed():

@@ -2,6 +2,8 @@
 
 A τ² run's table also has a `faults` column: each episode's simulated-user faults by their short names
 (`premature, invented`); `fault=KIND` and `faulted` filter on them, and `f` cycles the `faulted` flag.
+They are read in a background thread, on a store connection of its own, because reading them imports
+τ² (seconds): the table is usable at once and fills the column when they arrive.
 
 Filtering and sorting work on the whole run in memory; the table holds only the rows scrolled to so
 far, a page at a time, so that every keypress on a run of 10,000 episodes stays quick.
@@ -21,9 +23,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from testbed.replay.catalog import EpisodeRow, RunCatalog
+from testbed.replay.catalog import EpisodeRow, RunCatalog, run_faults
 from testbed.replay.filters import FILTER_HELP, EpisodeFilter, FilterError, SortState
-from testbed.store import JudgeIdentity
+from testbed.store import JudgeIdentity, Store
 from testbed.store.browse import episodes_containing
 from testbed.store.labels import default_identity
 from testbed.terminal_text import neutralised
@@ -112,14 +114,42 @@ class EpisodesScreen(Screen):
     def on_mount(self) -> None:
         """Read the run once and show its table; open a requested episode on top."""
         app = self.app
-        self.catalog = RunCatalog.load(app.store, self.run_id)  # type: ignore[attr-defined]
+        self.catalog = RunCatalog.load(app.store, self.run_id, read_faults=False)  # type: ignore[attr-defined]
         self.judge = self.requested_judge or default_identity(app.store, self.run_id)  # type: ignore[attr-defined]
         self.rows = self.catalog.rows(self.judge)
         self.constant = self._constant_columns()
         self.refresh_table()
         self.query_one("#episodes", DataTable).focus()
+        if self.catalog.tau2:
+            self.run_worker(self._read_faults, name="user faults", group="faults", thread=True, exclusive=True)
         if self.pending_episode is not None:
             self.open_episode_id(self.pending_episode)
+
+    def _read_faults(self) -> None:
+        """Read the run's user faults on a connection of this thread's own, then hand them to the screen."""
+        try:
+            store = Store(self.app.store.path, readonly=True)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the table stays usable without faults
+            found = ({}, f"user faults could not be read: {type(exc).__name__}: {exc}")
+        else:
+            try:
+                found = run_faults(store, self.run_id)
+            finally:
+                store.close()
+        self.app.call_from_thread(self.show_faults, *found)
+
+    def show_faults(self, faults: dict, problem: str) -> None:
+        """Put the user faults read in the background into the rows, the table and the header, the cursor kept."""
+        self.catalog.set_faults(faults, problem)
+        if not self.is_attached:
+            return
+        table = self.query_one("#episodes", DataTable)
+        at = self.shown[table.cursor_row].episode_id if self.shown and table.row_count else None
+        self.rows = self.catalog.rows(self.judge)
+        self.refresh_table()
+        keep = next((i for i, r in enumerate(self.shown[:self.loaded]) if r.episode_id == at), None)
+        if keep is not None:
+            table.move_cursor(row=keep)
 
     def _constant_columns(self) -> dict[str, str]:
         out = {}
@@ -168,7 +198,7 @@ class EpisodesScreen(Screen):
         errored = sum(r.errored for r in self.rows)
         text = Text(neutralised(self.run_id), style="bold")
         text.append(f"  ·  {len(self.shown)} of {len(self.rows)} episodes  ·  drifted {drifted}  ·  errored {errored}")
-        if self.catalog.tau2:
+        if self.catalog.tau2 and not self.catalog.fault_problem:
             text.append(f"  ·  user faults {sum(r.faulted for r in self.rows)}")
         text.append(neutralised(f"\njudge: {self.judge or 'none (run testbed judge)'}"), style="magenta")
         if len(self.catalog.identities) > 1:

@@ -80,7 +80,8 @@ FLAGS = ("drifted", "errored", "faulted")
 
 ALIASES = {"temperature": "t", "pert": "perturbation", "termination": "stop", "status": "errored", "faults": "fault"}
 
-FILTER_HELP = (f"fields (field=value, a part of the value is enough): {', '.join(f for f in FIELDS if f not in FLAGS)}\n"
+FILTER_HELP = (f"fields (field=value; a part of the text is enough, t is a number): "
+               f"{', '.join(f for f in FIELDS if f not in FLAGS)}\n"
                f"flags (! negates): {', '.join(FLAGS)}\n"
                f"fault kinds: {', '.join(FAULT_NAMES.values())} (τ² runs)\n"
                "any other word: episodes whose transcript contains it")

@@ -8,6 +8,7 @@ import asyncio
 import io
 import re
 import shutil
+import threading
 
 import pandas as pd
 import pytest
@@ -23,7 +24,7 @@ from testbed.analysis import tau2_faults  # noqa: E402
 from testbed.backends.base import Capabilities, Completion  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
-from testbed.replay.catalog import FAULT_NAMES, RunCatalog  # noqa: E402
+from testbed.replay.catalog import FAULT_NAMES, FAULTS_PENDING, RunCatalog  # noqa: E402
 from testbed.replay.episode_view import episode_view  # noqa: E402
 from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
@@ -106,6 +107,12 @@ def drawn(app: ReplayApp) -> str:
     return "\n".join("".join(segment.text for segment in strip) for strip in compositor.render_strips())
 
 
+async def faults_read(app: ReplayApp, pilot) -> None:
+    """Wait until the episode table's background read of the user faults has put them on screen."""
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def test_the_short_names_cover_every_fault_kind_in_order():
     assert tuple(FAULT_NAMES) == FAULT_KINDS
     assert all(short in kind for kind, short in FAULT_NAMES.items()), "a short name finds its kind as a filter value"
@@ -184,7 +191,8 @@ def test_fault_terms_keep_the_faulted_episode_and_drop_the_clean_one(tau2_store)
     path, run_id = tau2_store
     rows = RunCatalog.load(Store(path, readonly=True), run_id).rows(None)
     kept = lambda line: sorted(r.item_id for r in EpisodeFilter.parse(line).apply(rows, lambda word: set()))  # noqa: E731
-    assert kept("fault=invented") == [STOPPED] and kept("fault=PREMATURE_STOP") == [STOPPED] and kept("faults=premature") == [STOPPED]
+    assert kept("fault=invented") == [STOPPED] and kept("fault=PREMATURE_STOP") == [STOPPED]
+    assert kept("faults=premature") == [STOPPED], "faults is another name for fault"
     assert kept("fault=early") == [] and kept("fault=invented !faulted") == []
     assert kept("faulted") == [STOPPED] and kept("!faulted") == [DONE] and kept("faulted=no") == [DONE]
     assert kept("") == sorted([STOPPED, DONE])
@@ -206,6 +214,7 @@ async def test_the_table_shows_faults_and_the_transcript_marks_and_jumps_to_each
     first, last = user_turns(store, run_id, STOPPED)
     app = ReplayApp(store, run_id)
     async with app.run_test(size=SIZE) as pilot:
+        await faults_read(app, pilot)
         screen = app.screen
         assert isinstance(screen, EpisodesScreen)
         table = screen.query_one(DataTable)
@@ -235,6 +244,7 @@ async def test_a_clean_episode_says_so_and_f_leaves_the_cursor(tau2_store):
     path, run_id = tau2_store
     app = ReplayApp(Store(path, readonly=True), run_id)
     async with app.run_test(size=SIZE) as pilot:
+        await faults_read(app, pilot)
         await pilot.press("f", "f", "enter")
         transcript = app.screen
         assert isinstance(transcript, TranscriptScreen) and transcript.view.episode.key.item_id == DONE
@@ -249,10 +259,36 @@ async def test_a_dialogue_run_has_no_faults_column(replay_store):
     app = ReplayApp(Store(path, readonly=True), run_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
+        assert not app.workers, "nothing is read in the background for a dialogue run"
         await pilot.press("c")
         assert "faults" not in [str(c.key.value) for c in screen.query_one(DataTable).columns.values()]
         await pilot.press("f")
         assert screen.filter.text == "", "f does nothing on a run without faults"
+
+
+async def test_the_table_is_usable_while_the_faults_are_read_and_fills_in_when_they_arrive(tau2_store, monkeypatch):
+    path, run_id = tau2_store
+    real, release = tau2_faults.turn_faults, threading.Event()
+
+    def slow(store, run, judge=None):
+        assert release.wait(10), "the test never released the read"
+        return real(store, run, judge)
+
+    monkeypatch.setattr(tau2_faults, "turn_faults", slow)
+    app = ReplayApp(Store(path, readonly=True), run_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await pilot.press("down")
+        assert screen.query_one(DataTable).row_count == 2 and FAULTS_PENDING in drawn(app)
+        assert screen.catalog.fault_problem == FAULTS_PENDING and not any(r.faulted for r in screen.rows)
+        at = screen.shown[1].episode_id
+        await pilot.press("enter")
+        assert isinstance(app.screen, TranscriptScreen) and FAULTS_PENDING in drawn(app)
+        await pilot.press("escape")
+        release.set()
+        await faults_read(app, pilot)
+        assert screen.catalog.fault_problem == "" and "premature, invented" in drawn(app)
+        assert screen.shown[screen.query_one(DataTable).cursor_row].episode_id == at, "the cursor stays on its episode"
 
 
 HOSTILE = "[bold]x[/] [link=http://e.vil]y[/link] \x1b]0;PWNED\x07\x1b[2J\u202eok"
@@ -271,6 +307,7 @@ async def test_hostile_evidence_is_drawn_literally(tau2_store, monkeypatch):
     monkeypatch.setattr(tau2_faults, "turn_faults", hostile)
     app = ReplayApp(Store(path, readonly=True), run_id)
     async with app.run_test(size=(160, 50)) as pilot:
+        await faults_read(app, pilot)
         await pilot.press("f", "enter", "home", "f")
         assert isinstance(app.screen, TranscriptScreen)
         shown = drawn(app)
