@@ -260,7 +260,7 @@ def show(
 def _cell_sizes(sweep) -> dict[str, int]:
     from testbed.runner import plan
 
-    return {f"{c.assistant.spec.name} × {c.spec.dataset}": sum(len(v) for _, v in plan(c)) for c in sweep.cells}
+    return {f"{c.assistant.spec.name} × {c.user.spec.name} × {c.spec.dataset}": sum(len(v) for _, v in plan(c)) for c in sweep.cells}
 
 
 @app.command("prepare-model")
