@@ -263,22 +263,27 @@ def survival(inputs: FigureInputs) -> Built:
     return frame[["user_model", "episodes", "k", "at_risk", "drifted_at_k", "censored_at_k", "survival"]], None
 
 
-FIGURES.figure("tau2-users", "τ² reward vs simulated-user fault rate", draw="testbed.analysis.tau2_figure_drawing:draw_tau2_users")(tau2_users)
+FIGURES.figure("tau2-users", "τ² reward vs simulated-user fault rate", draw="testbed.analysis.tau2_figure_drawing:draw_tau2_users",
+               needs_labels=False)(tau2_users)
 
 
 def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[FigureData]:
     """Every figure of `FIGURES`, in that order, for a run (full id) under one judge's labels.
 
-    With no judge, or a judge that labelled none of the run's turns, every figure is skipped
-    with the same reason: each needs the labels.
+    With no judge, or a judge that labelled none of the run's turns, every figure that needs the labels
+    is skipped with the same reason; the others (`needs_labels=False`) are built as ever.
     """
     labelled = judge is not None and not labels_frame(store, run_id, judge).empty
-    if not labelled:
+    if not labelled and all(f.needs_labels for f in FIGURES):
         reason = no_labels_reason(judge, run_id)
         return [FigureData(f.name, pd.DataFrame(), title_of(f, run_id, judge), reason) for f in FIGURES]
-    inputs = FigureInputs(store, run_id, judge, finished_turns(store, run_id, judge), episodes_df(store, run_id, exact=True))
+    turns = finished_turns(store, run_id, judge) if labelled else pd.DataFrame()
+    inputs = FigureInputs(store, run_id, judge if labelled else None, turns, episodes_df(store, run_id, exact=True))
     out = []
     for figure in FIGURES:
+        if figure.needs_labels and not labelled:
+            out.append(FigureData(figure.name, pd.DataFrame(), title_of(figure, run_id, judge), no_labels_reason(judge, run_id)))
+            continue
         frame, skipped = figure.build(inputs)
         drawn = frame if skipped is None else frame.iloc[0:0]
         out.append(FigureData(figure.name, drawn, title_of(figure, run_id, judge), skipped))

@@ -26,9 +26,9 @@ class FigureInputs:
 
     store: Store
     run_id: str
-    judge: JudgeIdentity
+    judge: JudgeIdentity | None
     turns: pd.DataFrame
-    """`testbed.analysis.figure_data.finished_turns`."""
+    """`testbed.analysis.figure_data.finished_turns` (empty when the judge labelled none of the run's turns)."""
     episodes: pd.DataFrame
     """Every episode of the run (`testbed.store.frames.episodes_df`)."""
 
@@ -36,12 +36,14 @@ class FigureInputs:
 @dataclass(frozen=True)
 class Figure:
     """One figure: `name` is the stem of its PNG and CSV, `title` the head of its title, `build` its numbers
-    (frame, skip reason) from the run's inputs, `draw` the function `(FigureData, path) -> None` that draws it."""
+    (frame, skip reason) from the run's inputs, `draw` the function `(FigureData, path) -> None` that draws it;
+    `needs_labels` False for a figure drawn without a judge's labels (it is skipped only by its own reason)."""
 
     name: str
     title: str
     build: Callable[[FigureInputs], tuple[pd.DataFrame, str | None]]
     draw: Ref
+    needs_labels: bool = True
 
     def drawing(self) -> Callable:
         """The drawing function, imported on first use (it needs matplotlib)."""
@@ -54,13 +56,13 @@ class FigureRegistry(Registry[Figure]):
     def __init__(self) -> None:
         super().__init__("figure", Figure)
 
-    def figure(self, name: str, title: str, *, draw: str) -> Callable:
+    def figure(self, name: str, title: str, *, draw: str, needs_labels: bool = True) -> Callable:
         """Decorator declaring the decorated builder's figure; a name declared twice is an error."""
 
         def declare(build: Callable) -> Callable:
             if name in self:
                 raise ValueError(f"figure {name!r} is already declared")
-            self.add(Figure(name, title, build, Ref(draw)))
+            self.add(Figure(name, title, build, Ref(draw), needs_labels))
             return build
 
         return declare
