@@ -27,6 +27,8 @@ ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool":
 ONSET_STYLE = "bold red"
 FAULT_STYLE = "bold dark_orange"
 """The colour of a user fault's mark, and of the border of a faulted turn (the drift onset's red wins)."""
+SUMMARY_TURNS = 4
+"""How many turns of each fault kind the episode header lists before it gives their number (`f` visits them all)."""
 
 
 def role_badge(role: str) -> Text:
@@ -128,14 +130,22 @@ def episode_header(view: EpisodeView) -> Text:
 
 
 def _faults_summary(view: EpisodeView) -> Text:
-    """` · user faults: premature on turn 5, invented on turn 1` (or none, or why they could not be read)."""
+    """` · user faults: invented on turn 2; drift on turns 4, 6 …` by kind in order of first turn (or none, or why
+    they could not be read)."""
     if view.fault_problem:
         return Text(neutralised(f" · {view.fault_problem}"), style="dim")
-    found = [(FAULT_NAMES.get(f.kind, f.kind), t.message.turn_index) for t in view.turns for f in t.faults]
-    if not found:
+    by_kind: dict[str, list[int]] = {}
+    for t in view.turns:
+        for f in t.faults:
+            by_kind.setdefault(f.kind, []).append(t.message.turn_index)
+    if not by_kind:
         return Text(" · user faults: none")
+    parts = []
+    for kind, turns in by_kind.items():
+        listed = ", ".join(map(str, turns[:SUMMARY_TURNS])) + (f" … ({len(turns)} turns)" if len(turns) > SUMMARY_TURNS else "")
+        parts.append(f"{FAULT_NAMES.get(kind, kind)} on turn{'s' if len(turns) > 1 else ''} {listed}")
     text = Text(" · user faults: ")
-    text.append(neutralised(", ".join(f"{name} on turn {turn}" for name, turn in found)), style=FAULT_STYLE)
+    text.append(neutralised("; ".join(parts)), style=FAULT_STYLE)
     return text
 
 

@@ -9,6 +9,7 @@ import io
 import re
 import shutil
 import threading
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -28,13 +29,13 @@ from testbed.replay.catalog import FAULT_NAMES, FAULTS_PENDING, RunCatalog  # no
 from testbed.replay.episode_view import episode_view  # noqa: E402
 from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
-from testbed.replay.render import turn_panel  # noqa: E402
+from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # noqa: E402
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
 from testbed.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.oracle import expected_calls, final_words  # noqa: E402
-from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
+from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
@@ -231,7 +232,7 @@ async def test_the_table_shows_faults_and_the_transcript_marks_and_jumps_to_each
         assert isinstance(transcript, TranscriptScreen)
         shown = drawn(app)
         assert f"invented_fact  {INVENTED}" in shown and "premature_stop  undone: create_task" in shown
-        assert f"user faults: invented on turn {first}, premature on turn {last}" in shown
+        assert f"user faults: invented on turn {first}; premature on turn {last}" in shown
         await pilot.press("home", "f")
         assert transcript.view.turns[transcript.cursor].message.turn_index == first
         await pilot.press("f")
@@ -326,3 +327,15 @@ def test_the_panel_prints_the_fault_and_its_evidence_for_a_pipe(tau2_store):
         console.print(turn_panel(turn))
     printed = console.export_text()
     assert printed.count("⚑") == 2 and f"⚑  invented_fact  {INVENTED}" in printed
+
+
+def test_the_header_lists_a_few_turns_of_each_fault_kind_and_counts_the_rest(tau2_store):
+    path, run_id = tau2_store
+    store = Store(path, readonly=True)
+    catalog = RunCatalog.load(store, run_id)
+    view = episode_view(store, catalog, catalog.episode(by_item(catalog.rows(None))[STOPPED].episode_id), None)
+    every = [replace(t, faults=(UserFault("role_drift", t.message.turn_index, "echo_assistant"),)) for t in view.turns]
+    header = episode_header(replace(view, turns=tuple(every))).plain
+    turns = [t.message.turn_index for t in view.turns]
+    assert len(turns) > SUMMARY_TURNS
+    assert f"user faults: drift on turns {', '.join(map(str, turns[:SUMMARY_TURNS]))} … ({len(turns)} turns)" in header
