@@ -119,8 +119,8 @@ class ByteCounter(BaseTokenCounter):
         return bytes(token_ids).decode(errors="replace")
 
 
-def chat_agent(side: Side, role_type: RoleType, clients: list) -> ChatAgent:
-    """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint.
+def camel_model(side: Side, clients: list):
+    """The OpenAI-compatible CAMEL model of one Side: its endpoint, its sampling, CAMEL's token bookkeeping offline.
 
     The model's OpenAI clients are made here. On the wire recorder's route they use its shared httpx
     clients, which the run closes; otherwise the async one is added to `clients`, so the episode closes
@@ -140,9 +140,14 @@ def chat_agent(side: Side, role_type: RoleType, clients: list) -> ChatAgent:
     config = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
     if s.seed is not None:
         config["seed"] = s.seed
-    model = ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
-                                api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
-                                token_counter=ByteCounter(), client=sync, async_client=client)
+    return ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
+                               api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
+                               token_counter=ByteCounter(), client=sync, async_client=client)
+
+
+def chat_agent(side: Side, role_type: RoleType, clients: list) -> ChatAgent:
+    """A ChatAgent for one Side: its prompt as a role-playing system message, its model on the Side's endpoint (`camel_model`)."""
+    model = camel_model(side, clients)
     system = None if side.system_prompt is None else BaseMessage(side.name, role_type, None, side.system_prompt)
     return ChatAgent(system, model=model, token_limit=UNKNOWN_MODEL_WINDOW, summarize_threshold=None, retry_attempts=1)
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, ByteCounter, CamelDialogues
+from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import TerminationReason
@@ -69,30 +69,6 @@ CAMEL_SPEAKER = "camel"
 """The speaker of a tool result CAMEL wrote itself, for a call that never reached the environment."""
 RUNNING_CALL_ID = "camel-running"
 """The id a call runs under: CAMEL gives a tool function only the arguments; the result is tied to the call's id when recorded."""
-
-
-def tool_model(side: Side, clients: list):
-    """The OpenAI-compatible CAMEL model of one Side, built as camel_roleplay builds it (see its `chat_agent`).
-
-    On the wire recorder's route the OpenAI clients use its shared httpx clients, which the run closes;
-    otherwise the async client is added to `clients` for the episode to close.
-    """
-    import openai
-
-    e, s = side.endpoint, side.sampling
-    common = {"base_url": e.base_url, "api_key": e.api_key, "timeout": e.timeout_s, "max_retries": e.max_retries}
-    if e.http_clients is not None:
-        sync = openai.OpenAI(**common, default_headers=e.headers, http_client=e.http_clients[0])
-        client = openai.AsyncOpenAI(**common, default_headers=e.headers, http_client=e.http_clients[1])
-    else:
-        sync, client = None, openai.AsyncOpenAI(**common)
-        clients.append(client)
-    config = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
-    if s.seed is not None:
-        config["seed"] = s.seed
-    return ModelFactory.create(model_platform=ModelPlatformType.OPENAI_COMPATIBLE_MODEL, model_type=e.model, url=e.base_url,
-                               api_key=e.api_key, model_config_dict=config, timeout=e.timeout_s, max_retries=e.max_retries,
-                               token_counter=ByteCounter(), client=sync, async_client=client)
 
 
 @dataclass(frozen=True)
@@ -142,7 +118,7 @@ class ToolAgent:
         tools = [FunctionTool(self._tool(s["function"]["name"]), openai_tool_schema=s) for s in schemas]
         role_type = RoleType.ASSISTANT if role == "assistant" else RoleType.USER
         self.agent = ChatAgent(system_message=BaseMessage(side.name, role_type, None, side.system_prompt),
-                               model=tool_model(side, clients), tools=tools, token_limit=UNKNOWN_MODEL_WINDOW,
+                               model=camel_model(side, clients), tools=tools, token_limit=UNKNOWN_MODEL_WINDOW,
                                summarize_threshold=None, retry_attempts=1, on_request_usage=self._request_done)
         self.log = StepLog(time.perf_counter())
 
