@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from testbed.judges.taxonomy import taxonomy
+from testbed.specs.registries import KINDS
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.browse import generated_turn_indices
 from testbed.store.labels import HUMAN, latest_label_tuples
@@ -29,8 +30,6 @@ from testbed.store.labels import HUMAN, latest_label_tuples
 if TYPE_CHECKING:
     from testbed.scenarios.tau2.user_faults import UserFault
 
-TAU2_KIND = "tau2"
-"""The scenario kind whose runs have simulated-user faults."""
 FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invented_fact": "invented",
                "ungrounded_device_claim": "ungrounded", "role_drift": "drift"}
 """The short name the table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
@@ -153,7 +152,7 @@ class RunCatalog:
             by_turn[(row[0], row[1])].append(row)
         identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
         run = store.find_run(run_id)
-        tau2 = run is not None and run.kind == TAU2_KIND
+        tau2 = run is not None and run.kind in KINDS and KINDS.entry(run.kind).user_faults
         faults, problem = run_faults(store, run_id) if tau2 and read_faults else ({}, FAULTS_PENDING if tau2 else "")
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
                    generated_turn_indices(store, run_id), dict(by_turn), tau2=tau2, faults=faults, fault_problem=problem)

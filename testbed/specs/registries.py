@@ -28,7 +28,8 @@ class ScenarioKindEntry:
     `limit_field` the selection `--limit` sets; `resolve` a hook `(path, spec, user_prompt) -> {field: value}`
     that reads the kind's extra files into ResolvedScenario (or None); `report` the name of the
     report entry (REPORTS) that builds this kind's report; `sweepable` True when a sweep can vary its
-    assistant, user and dataset (a kind whose episodes open with a dataset item, or τ², whose `dataset` names the domain).
+    assistant, user and dataset (a kind whose episodes open with a dataset item, or τ², whose `dataset` names the domain);
+    `user_faults` True when its runs' simulated-user faults can be read (testbed.analysis.tau2_faults).
     """
 
     name: str
@@ -38,6 +39,7 @@ class ScenarioKindEntry:
     limit_field: str = "items"
     resolve: Callable[..., Mapping[str, Any] | None] | None = None
     sweepable: bool = False
+    user_faults: bool = False
 
 
 @dataclass(frozen=True)
