@@ -85,6 +85,11 @@ TAU2_USER_TOOL_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("user tool errors/ep.", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
 ]
 """The simulated user's tool use, shown when some framework's user called a tool (τ²'s telecom)."""
+TAU2_FAULT_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
+    ("user fault (95% CI)", lambda r: _rate(r, "fault_any", "fault_any_lo", "fault_any_hi")),
+    ("failed with user fault (95% CI)", lambda r: _rate(r, "failed_with_fault", "failed_with_fault_lo", "failed_with_fault_hi")),
+]
+"""Whose fault a failure may have been: the share of episodes where the simulated user erred, and of failed ones."""
 TAU2_PAIRED_COLUMN = ("Δ reward vs native (95% CI)", lambda r: _reward_change(r))
 """The paired reward difference with native, last in a τ² comparison."""
 
@@ -95,10 +100,11 @@ REQUEST_COLUMNS = [("framework", "framework"), ("messages", "messages"), ("roles
 
 def columns_for(frame: pd.DataFrame) -> list[tuple[str, Callable[[pd.Series], str]]]:
     """The columns a comparison shows: COLUMNS, and for τ² runs (a `reward` column) the τ² outcomes after the
-    errors (the user's tool use when some user called a tool) and the paired reward last, when something was paired."""
+    errors (the user's tool use when some user called a tool, the user's faults) and the paired reward last, when something was paired."""
     if "reward" not in frame.columns:
         return COLUMNS
     tau2 = TAU2_COLUMNS + (TAU2_USER_TOOL_COLUMNS if (frame.user_tool_calls_per_episode.fillna(0) > 0).any() else [])
+    tau2 += TAU2_FAULT_COLUMNS if "fault_any" in frame.columns else []
     paired = [TAU2_PAIRED_COLUMN] if "reward_pairs" in frame.columns else []
     return COLUMNS[:3] + tau2 + COLUMNS[3:] + paired
 

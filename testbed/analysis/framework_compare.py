@@ -16,7 +16,7 @@ import pandas as pd
 from testbed.analysis.drift import drift_summary, run_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2_compare import all_tau2, tau2_columns, tau2_paired_with_native
+from testbed.analysis.tau2_compare import all_tau2, tau2_columns, tau2_fault_columns, tau2_paired_with_native
 from testbed.specs.registries import FRAMEWORKS
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
@@ -110,13 +110,14 @@ def baseline_of(frameworks) -> str | None:
 def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None]) -> pd.DataFrame:
     """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
     Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. Rows of τ² runs
-    (`tau2_compare.all_tau2`) add the task outcomes and the paired reward; the others' columns are the same for every kind."""
+    (`tau2_compare.all_tau2`) add the task outcomes, the simulated user's faults and the paired reward; the others' columns are the same for every kind."""
     rows = []
     base, tau2 = baseline_of(runs), all_tau2(store, runs.values())
     for framework, run_id in runs.items():
         row = framework_row(store, framework, run_id, judges.get(framework))
         if tau2:
             row.update(tau2_columns(store, run_id))
+            row.update(tau2_fault_columns(store, run_id, judges.get(framework)))
         if base is not None and framework != base:
             row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
             if tau2:

@@ -66,6 +66,16 @@ def tau2_columns(store: Store, run_id: str) -> dict:
     return out
 
 
+def tau2_fault_columns(store: Store, run_id: str, judge) -> dict:
+    """The simulated user's faults under one framework (testbed.analysis.tau2_faults, the τ² report's rates): the share
+    of finished episodes with any fault and the share of failed ones with a fault, each with its Wilson interval,
+    and their counts; role drift counts when `judge` labelled the run."""
+    from testbed.analysis.tau2_faults import fault_frame, fault_rates
+
+    rates = fault_rates(fault_frame(store, run_id, judge), judge is not None)
+    return {k: v for k, v in rates.items() if k.startswith(("fault_any", "failed_with_fault", "fault_episodes", "failed_episodes"))}
+
+
 def paired_bootstrap_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of paired differences: pairs are resampled whole, so what the
     two sides share (the task, the trial's luck) stays in each pair. Seeded like `reward_interval`'s bootstrap so

@@ -11,6 +11,7 @@ import asyncio
 import io
 import json
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -174,7 +175,7 @@ def test_every_format_shows_the_tau2_outcomes(frame):
     assert shown["Δ reward vs native (95% CI)"].endswith(" over 3 pairs; 1 errored left out")
 
     (table,) = comparison_tables(frame, [], None, "t")
-    console = Console(file=io.StringIO(), width=400)
+    console = Console(file=io.StringIO(), width=600)
     console.print(table)
     assert [c.header for c in table.columns] == headers and "1 errored left out" in console.file.getvalue()
 
@@ -191,3 +192,28 @@ def test_a_user_calling_tools_adds_its_columns(frame):
     headers = [name for name, _ in columns_for(with_user)]
     assert headers.index("user tool calls/ep.") == headers.index("tool errors/ep.") + 1
 
+
+
+def test_each_framework_row_says_how_often_its_simulated_user_erred_and_in_how_many_failures(store, native_run):
+    def with_invented_id(reward):
+        return [replace(m, content="My user id is ZX9Y8W, I need a task created.") if m.role == "user" else m
+                for m in twin_messages(reward)]
+
+    store.begin_run("faulty", scenario="t", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None,
+                    planned=len(TWIN), framework="faulty")
+    for episode in store.episodes(native_run):
+        reward = TWIN[(episode.key.item_id, episode.key.sample_index)]
+        status = "error" if reward is None else "done"
+        store.write_episode("faulty", EpisodeOutcome(episode.key, with_invented_id(reward), status,
+                                                      "error" if reward is None else "agent_stop",
+                                                      "assistant: HTTP 500" if reward is None else None, reward,
+                                                      reward=None if reward is None else EpisodeReward(reward, {"DB": reward}, {})))
+    store.commit()
+    frame = compare_frameworks(store, {"native": native_run, "faulty": "faulty"}, {})
+    native, faulty = frame.iloc[0], frame.iloc[1]
+    assert (native.fault_any, native.fault_episodes, native.failed_with_fault, native.failed_episodes) == (0.0, 4, 0.0, 2)
+    assert (faulty.fault_any, faulty.fault_episodes) == (1.0, 3), "the errored episode is left out"
+    assert (faulty.failed_with_fault, faulty.failed_episodes) == (1.0, 2), "rewards 0.5 and 0 failed, 1 did not"
+    assert (faulty.failed_with_fault_lo, faulty.failed_with_fault_hi) == pytest.approx(wilson_interval(2, 2))
+    header = [h for h, _ in columns_for(frame)]
+    assert {"user fault (95% CI)", "failed with user fault (95% CI)"} <= set(header)
