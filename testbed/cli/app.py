@@ -258,9 +258,13 @@ def show(
 
 
 def _cell_sizes(sweep) -> dict[str, int]:
+    """Episodes per sweep cell, by assistant × dataset (and user, when a sweep puts several users in front of one assistant)."""
     from testbed.runner import plan
 
-    return {f"{c.assistant.spec.name} × {c.user.spec.name} × {c.spec.dataset}": sum(len(v) for _, v in plan(c)) for c in sweep.cells}
+    cells = [(c.assistant.spec.name, c.spec.dataset) for c in sweep.cells]
+    by_user = len(set(cells)) < len(cells)
+    return {f"{c.assistant.spec.name} × {c.spec.dataset}" + (f" × user {c.user.spec.name}" if by_user else ""): sum(len(v) for _, v in plan(c))
+            for c in sweep.cells}
 
 
 @app.command("prepare-model")
