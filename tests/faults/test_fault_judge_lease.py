@@ -7,17 +7,20 @@ import socket
 import subprocess
 import time
 
+import yaml
+
 from fault_server import FaultServer, ok
 from fault_specs import write_probe
-from helpers import REPO, TESTBED, run_cli, run_id_of
+from helpers import REPO, TESTBED, run_cli, run_id_of, write_yaml
 
 VERDICT = '{"followup": true, "reason": "asks about a step"}'
 
 
 def plan(request):
-    """Turns read at once; each judge call takes a while, so the first judge is still at work when the second starts."""
+    """Turns read at once; each judge call takes a while (12 s for the six, under the judge agent's 10 s
+    timeout), so the first judge is still at work when the second starts, however long a loaded machine takes to start a process."""
     if "<<<BEGIN USER_TURN" in request.text:
-        return ok(VERDICT, delay_s=0.5)
+        return ok(VERDICT, delay_s=2.0)
     return ok("Why did you add those numbers?")
 
 
@@ -28,7 +31,9 @@ def test_a_second_judge_process_is_refused_and_no_turn_is_judged_twice(tmp_path)
         run = run_cli("run", str(spec), "--store", str(store), "-q", "--no-report", timeout=120)
         assert run.returncode == 0, run.stdout + run.stderr
         run_id = run_id_of(run.stdout)
-        judge = ["judge", run_id, "--judge", "followup", "--model", str(tmp_path / "fault-agent.yaml"), "--store", str(store), "-q"]
+        agent = yaml.safe_load((tmp_path / "fault-agent.yaml").read_text())
+        write_yaml(tmp_path / "judge-agent.yaml", {**agent, "name": "judge-agent", "timeout_s": 10})
+        judge = ["judge", run_id, "--judge", "followup", "--model", str(tmp_path / "judge-agent.yaml"), "--store", str(store), "-q"]
         first = subprocess.Popen([*TESTBED, *judge], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         while not any("<<<BEGIN USER_TURN" in r.text for r in server.requests):
             assert first.poll() is None, first.communicate()
