@@ -113,6 +113,10 @@ def write_spec(folder: Path, name: str, base_url: str, episodes: int, args: argp
     return load_scenario(folder / f"{name}.yaml")
 
 
+EVALUATING = threading.local()
+"""`active` is True on a thread while it runs τ²'s evaluator under an EvaluationClock (its environment calls are the evaluator's)."""
+
+
 class EvaluationClock:
     """The kind's `evaluate` bound to a wrapper that times each call in its own thread, while entered."""
 
@@ -123,9 +127,11 @@ class EvaluationClock:
 
     def __call__(self, *args, **kwargs):
         c0, t0 = time.thread_time(), time.perf_counter()
+        EVALUATING.active = True
         try:
             return evaluate(*args, **kwargs)
         finally:
+            EVALUATING.active = False
             with self._lock:
                 self.cpu_s.append(time.thread_time() - c0)
                 self.wall_s.append(time.perf_counter() - t0)

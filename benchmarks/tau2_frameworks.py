@@ -10,9 +10,11 @@ testbed's wire recorder (`--no-wire` turns that off for all of them, native incl
 recorder).
 
 Figures per framework: episodes/s; client CPU ms per generated turn, with τ²'s evaluator (the same
-for every framework, run once per episode) and without it (the loop's own cost); turns per second
-of client CPU without the evaluator, and that rate as a multiple of τ²'s own orchestrator's (the
-issue's bar: native at least 10x); tool calls, tool errors and turns per episode (the same script
+for every framework, run once per episode) and without it; turns per second of client CPU without
+the evaluator, and that rate as a multiple of τ²'s own orchestrator's; `loop ms`, the CPU per turn
+left when the episodes' tool calls in τ²'s environment are taken out too (the same calls, on the
+same environment, for every framework: what is left is the loop's own cost), and its multiple of
+τ²'s (the bar: native at least 10x); tool calls, tool errors and turns per episode (the same script
 should give the same shape); reward mean; peak RSS; errored episodes.
 
     .venv/bin/python benchmarks/tau2_frameworks.py
@@ -27,10 +29,12 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from frameworks import machine, pin_client
-from tau2_episodes import airline_script, one_run, peak_rss_mib, scripted_mock, summarise_runs, write_spec
+from tau2_episodes import EVALUATING, airline_script, one_run, peak_rss_mib, scripted_mock, summarise_runs, write_spec
 
 from testbed.scenarios.tau2.domains import domain
 from testbed.store import Store
@@ -40,8 +44,38 @@ REFERENCE = "tau2"
 """The framework every other one's CPU rate is a multiple of: τ²'s own orchestrator."""
 
 
+class EnvironmentClock:
+    """τ²'s `Environment.get_response` bound to a wrapper that times each tool call's CPU in its thread (the calls the
+    evaluator replays left out: they are the evaluator's), while entered."""
+
+    def __init__(self) -> None:
+        from tau2.environment.environment import Environment
+
+        self.owner, self.original, self.cpu_s, self._lock = Environment, Environment.get_response, 0.0, threading.Lock()
+
+    def __enter__(self) -> "EnvironmentClock":
+        original, clock = self.original, self
+
+        def timed(environment, call):
+            if getattr(EVALUATING, "active", False):
+                return original(environment, call)
+            c0 = time.thread_time()
+            try:
+                return original(environment, call)
+            finally:
+                with clock._lock:
+                    clock.cpu_s += time.thread_time() - c0
+
+        self.owner.get_response = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.owner.get_response = self.original
+
+
 async def child(args: argparse.Namespace, server_cores: set[int], folder: Path) -> dict:
-    """One framework's rounds in this process: the summary of its runs and its peak RSS."""
+    """One framework's rounds in this process: the summary of its runs (each round's CPU in the episodes' tool calls
+    as `environment_cpu_s`) and its peak RSS."""
     script = airline_script(domain("airline"))
     with scripted_mock(args.latency_ms, script, server_cores, folder) as (base_url, pid):
         warm = write_spec(folder, "tau2-warm", base_url, 2, args)
@@ -49,15 +83,20 @@ async def child(args: argparse.Namespace, server_cores: set[int], folder: Path) 
         store = Store(folder / "store.sqlite")
         try:
             await one_run(warm, store, "warm", pid, args.child, wire=args.wire)
-            rounds = [await one_run(scenario, store, f"round-{i}", pid, args.child, wire=args.wire) for i in range(args.rounds)]
+            rounds = []
+            for i in range(args.rounds):
+                with EnvironmentClock() as clock:
+                    got = await one_run(scenario, store, f"round-{i}", pid, args.child, wire=args.wire)
+                rounds.append({**got, "environment_cpu_s": clock.cpu_s})
         finally:
             store.close()
     return {**summarise_runs(rounds), "peak_rss_mib": peak_rss_mib()}
 
 
-def loop_rate(row: dict) -> float:
-    """Generated turns per second of client CPU, τ²'s evaluator left out."""
-    loop_cpu_s = sum(r["cpu_s"] - r["evaluation_cpu_s"] for r in row["rounds"])
+def loop_rate(row: dict, environment: bool = True) -> float:
+    """Generated turns per second of client CPU, τ²'s evaluator left out (and, unless `environment`, the episodes' tool
+    calls in τ²'s environment, the same calls for every framework)."""
+    loop_cpu_s = sum(r["cpu_s"] - r["evaluation_cpu_s"] - (0 if environment else r["environment_cpu_s"]) for r in row["rounds"])
     return sum(r["turns"] for r in row["rounds"]) / max(loop_cpu_s, 1e-9)
 
 
@@ -77,10 +116,12 @@ def table(rows: dict[str, dict], args: argparse.Namespace) -> str:
     """The plain-text report, one row per framework."""
     reference = rows.get(REFERENCE, {})
     ref_rate = loop_rate(reference) if "rounds" in reference else None
+    ref_loop = loop_rate(reference, environment=False) if "rounds" in reference else None
     out = [f"τ² airline on the mock server: {args.episodes} episodes per round, concurrency {args.concurrency}, latency "
            f"{args.latency_ms:g} ms, user stops on turn {args.user_turns}, wire recorder {'as testbed run keeps it' if args.wire is None else ('on' if args.wire else 'off')}; "
            f"median of {args.rounds} round(s)",
            f"  {'framework':<10} {'ep/s':>6} {'CPU ms/turn':>12} {'w/o eval':>9} {'turns/CPU s':>12} {'vs tau2':>8} "
+           f"{'loop ms':>8} {'vs tau2':>8} "
            f"{'turns':>6} {'calls':>6} {'errors':>7} {'reward':>7} {'RSS MiB':>8} {'errored':>8}"]
     for name, r in rows.items():
         if "failed" in r:
@@ -89,8 +130,10 @@ def table(rows: dict[str, dict], args: argparse.Namespace) -> str:
         rate = loop_rate(r)
         without = 1000 / rate
         times = f"{rate / ref_rate:.1f}x" if ref_rate else "-"
+        loop = loop_rate(r, environment=False)
+        loop_times = f"{loop / ref_loop:.1f}x" if ref_loop else "-"
         reward = "-" if r["reward_mean"] is None else f"{r['reward_mean']:.2f}"
-        out.append(f"  {name:<10} {r['episodes_per_s']:>6.1f} {r['cpu_ms_per_turn']:>12.2f} {without:>9.2f} {rate:>12.0f} {times:>8} "
+        out.append(f"  {name:<10} {r['episodes_per_s']:>6.1f} {r['cpu_ms_per_turn']:>12.2f} {without:>9.2f} {rate:>12.0f} {times:>8} {1000 / loop:>8.2f} {loop_times:>8} "
                    f"{r['turns_per_episode']:>6.1f} {r['tool_calls_per_episode']:>6.1f} {r['tool_errors_per_episode']:>7.1f} "
                    f"{reward:>7} {r['peak_rss_mib']:>8.0f} {r['errored']:>8}")
         if r["first_error"]:
