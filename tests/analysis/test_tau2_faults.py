@@ -8,46 +8,20 @@ import pytest
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
 from helpers import REPO, write_yaml  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.analysis.tau2_faults import EPISODE_COLUMNS, fault_frame, turn_faults  # noqa: E402
 from testbed.analysis.tau2_report import tau2_report  # noqa: E402
-from testbed.backends.base import Capabilities, Completion  # noqa: E402
+from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.runner import run_scenario  # noqa: E402
-from testbed.scenarios.tau2.domains import domain  # noqa: E402
-from testbed.scenarios.tau2.oracle import expected_calls, final_words  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
-from testbed.transcript import Message, Usage  # noqa: E402
+from testbed.transcript import Message  # noqa: E402
 
 WHO = JudgeIdentity("local", "v1")
-STOPPED, DONE = "create_task_1", "update_task_1"
-INVENTED = "ZX9Y8W"
-
-
-def text(words: str) -> Completion:
-    return Completion(words, "stop", Usage(5, 5))
-
-
-def user_reply(request) -> Completion:
-    """The stopping user invents a ticket code and stops before anything is done; the other asks, then stops."""
-    stopping = str(domain("mock").tasks[STOPPED].user_scenario.instructions) in request.messages[0]["content"]
-    if len(request.messages) <= 2:
-        return text(f"Please create the meeting task for user_1, ticket {INVENTED}." if stopping
-                    else "Please mark task_1 as completed.")
-    return text("Thanks. ###STOP###")
-
-
-def assistant_reply(request) -> Completion:
-    """The oracle's calls and words for the task that gets done; a bare acknowledgement for the other."""
-    if any(INVENTED in (m.get("content") or "") for m in request.messages):
-        return text("Noted.")
-    task = domain("mock").tasks[DONE]
-    if request.messages[-1]["role"] == "tool":
-        return text(final_words(task).replace("###STOP###", ""))
-    return Completion("", "tool_calls", Usage(5, 5), tool_calls=tuple(expected_calls(task)))
 
 
 @pytest.fixture

@@ -15,50 +15,25 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 from typer.testing import CliRunner  # noqa: E402
 
 from helpers import REPO, write_yaml  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, OTHER_USER, STOPPED, assistant_reply, user_reply  # noqa: E402
 from testbed.analysis.render import display_rows  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.analysis.tau2_faults import flagged_faults  # noqa: E402
 from testbed.analysis.tau2_report import tau2_report  # noqa: E402
-from testbed.backends.base import Capabilities, Completion  # noqa: E402
+from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.cli import app  # noqa: E402
 from testbed.judges.fault_review import (FAULT_MEANINGS, PROMPT_SLOTS, PROMPT_VERSION, REVIEWER, UnparsableReview,  # noqa: E402
                                          load_reviewer, parse_review, prompt_path)
 from testbed.judges.fault_review_run import review_faults  # noqa: E402
 from testbed.runner import run_scenario  # noqa: E402
-from testbed.scenarios.tau2.domains import domain  # noqa: E402
-from testbed.scenarios.tau2.oracle import expected_calls, final_words  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.errors import SpecError  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store.records import JudgeIdentity  # noqa: E402
-from testbed.transcript import Usage  # noqa: E402
 
-STOPPED, DONE = "create_task_1", "update_task_1"
-INVENTED = "ZX9Y8W"
-OTHER_USER = "Please mark task_1 as completed."
 HINDERED = '{"verdict": "hindered", "reason": "the agent acted on the made-up code"}'
 HARMLESS = '{"verdict": "harmless", "reason": "nothing was left to do"}'
-
-
-def text(words: str) -> Completion:
-    return Completion(words, "stop", Usage(5, 5))
-
-
-def user_reply(request) -> Completion:
-    stopping = str(domain("mock").tasks[STOPPED].user_scenario.instructions) in request.messages[0]["content"]
-    if len(request.messages) <= 2:
-        return text(f"Please create the meeting task for user_1, ticket {INVENTED}." if stopping else OTHER_USER)
-    return text("Thanks. ###STOP###")
-
-
-def assistant_reply(request) -> Completion:
-    if any(INVENTED in (m.get("content") or "") for m in request.messages):
-        return text("Noted.")
-    task = domain("mock").tasks[DONE]
-    if request.messages[-1]["role"] == "tool":
-        return text(final_words(task).replace("###STOP###", ""))
-    return Completion("", "tool_calls", Usage(5, 5), tool_calls=tuple(expected_calls(task)))
 
 
 def by_kind(request) -> str:

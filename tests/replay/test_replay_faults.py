@@ -20,9 +20,10 @@ from rich.console import Console  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
 from helpers import REPO, write_yaml  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, text, user_reply  # noqa: E402
 from hostile_text import FORBIDDEN  # noqa: E402
 from testbed.analysis import tau2_faults  # noqa: E402
-from testbed.backends.base import Capabilities, Completion  # noqa: E402
+from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
 from testbed.replay.catalog import FAULT_NAMES, FAULTS_PENDING, RunCatalog  # noqa: E402
@@ -33,43 +34,16 @@ from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # n
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
 from testbed.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
-from testbed.scenarios.tau2.domains import domain  # noqa: E402
-from testbed.scenarios.tau2.oracle import expected_calls, final_words  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
-from testbed.transcript import Message, Usage  # noqa: E402
+from testbed.transcript import Message  # noqa: E402
 
 SIZE = (120, 40)
-STOPPED, DONE = "create_task_1", "update_task_1"
-INVENTED = "ZX9Y8W"
 WHO = JudgeIdentity("local", "v1")
 TEXTUAL_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def text(words: str) -> Completion:
-    return Completion(words, "stop", Usage(5, 5))
-
-
-def user_reply(request) -> Completion:
-    """The stopping user invents a ticket code and stops before anything is done; the other asks, then stops."""
-    stopping = str(domain("mock").tasks[STOPPED].user_scenario.instructions) in request.messages[0]["content"]
-    if len(request.messages) <= 2:
-        return text(f"Please create the meeting task for user_1, ticket {INVENTED}." if stopping
-                    else "Please mark task_1 as completed.")
-    return text("Thanks. ###STOP###")
-
-
-def assistant_reply(request) -> Completion:
-    """The oracle's calls and words for the task that gets done; a bare acknowledgement for the other."""
-    if any(INVENTED in (m.get("content") or "") for m in request.messages):
-        return text("Noted.")
-    task = domain("mock").tasks[DONE]
-    if request.messages[-1]["role"] == "tool":
-        return text(final_words(task).replace("###STOP###", ""))
-    return Completion("", "tool_calls", Usage(5, 5), tool_calls=tuple(expected_calls(task)))
 
 
 @pytest.fixture(scope="module")
