@@ -28,9 +28,9 @@ ASSISTANT, USER = "assistant", "simulated_user"
 """Agent names (AgentChat wants identifiers, and reserves `user` for the task's source)."""
 
 
-def model_client(side: Side):
+def model_client(side: Side, function_calling: bool = False):
     """An OpenAIChatCompletionClient on the side's server, with its sampling as create arguments (on the wire
-    recorder's shared httpx client when the endpoint has one)."""
+    recorder's shared httpx client when the endpoint has one), able to call tools when `function_calling`."""
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     s, e = side.sampling, side.endpoint
@@ -39,7 +39,8 @@ def model_client(side: Side):
         extra.update(http_client=e.http_clients[1], default_headers=e.headers)
     return OpenAIChatCompletionClient(
         model=e.model, base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries,
-        model_info={"vision": False, "function_calling": False, "json_output": False, "family": "unknown", "structured_output": False},
+        model_info={"vision": False, "function_calling": function_calling, "json_output": False, "family": "unknown",
+                    "structured_output": False},
         temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p, **extra,
     )
 

@@ -49,7 +49,7 @@ from autogen_core.tools import BaseTool, ToolSchema
 from pydantic import BaseModel, ConfigDict
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.autogen_chat import ASSISTANT, USER, AutoGenDialogues
+from testbed.frameworks.autogen_chat import ASSISTANT, USER, AutoGenDialogues, model_client
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
@@ -71,24 +71,6 @@ class PassedThrough(BaseModel):
     """The arguments of a domain tool, as AgentChat parsed them: any object (τ²'s tools check their own)."""
 
     model_config = ConfigDict(extra="allow")
-
-
-def tool_model_client(side: Side, function_calling: bool):
-    """An OpenAIChatCompletionClient on the side's server, able to call tools when `function_calling`, with the
-    sampling as create arguments (on the wire recorder's shared httpx client when the endpoint has one);
-    `autogen_chat.model_client` with tool calling declared in `model_info`."""
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
-    s, e = side.sampling, side.endpoint
-    extra = {"seed": s.seed} if s.seed is not None else {}
-    if e.http_clients is not None:
-        extra.update(http_client=e.http_clients[1], default_headers=e.headers)
-    return OpenAIChatCompletionClient(
-        model=e.model, base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries,
-        model_info={"vision": False, "function_calling": function_calling, "json_output": False, "family": "unknown",
-                    "structured_output": False},
-        temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p, **extra,
-    )
 
 
 @dataclass
@@ -219,7 +201,7 @@ async def run_task(episode: ToolEpisode) -> TerminationReason:
     clients, agents = [], {}
     for name, role, side in ((ASSISTANT, "assistant", pair.assistant), (USER, "user", pair.user)):
         tools = [DomainTool(t, recorder, role) for t in episode.tools(role)]
-        clients.append((tool_model_client(side, bool(tools)), side))
+        clients.append((model_client(side, bool(tools)), side))
         agents[role] = AssistantAgent(name, clients[-1][0], tools=tools or None, system_message=side.system_prompt,
                                       model_context=initial_context(opening, role), reflect_on_tool_use=True,
                                       max_tool_iterations=episode.max_steps)

@@ -50,6 +50,7 @@ import os
 import sys
 import time
 import types
+from collections.abc import Awaitable, Callable
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
@@ -117,6 +118,21 @@ class ByteCounter(BaseTokenCounter):
     def decode(self, token_ids: list[int]) -> str:
         """The text of UTF-8 bytes."""
         return bytes(token_ids).decode(errors="replace")
+
+
+async def with_clients(run: Callable[[list], Awaitable[TerminationReason]]) -> TerminationReason:
+    """`run(clients)`, CAMEL's exceptions as the episode's BackendError, and the OpenAI clients it added to `clients`
+    (`camel_model`'s) closed when it ends, however it ends."""
+    clients: list = []
+    try:
+        return await run(clients)
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise framework_failure("camel", exc) from exc
+    finally:
+        for client in clients:
+            await client.close()
 
 
 def camel_model(side: Side, clients: list):
@@ -202,16 +218,7 @@ class CamelDialogues:
         """Run the role-playing from the opening user turn; return why it ended."""
         pair = pair_of(assistant, user)
         dialogue = opening(transcript)
-        clients: list = []
-        try:
-            return await self._run(transcript, pair, dialogue, limits, after_assistant, clients)
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise framework_failure("camel", exc) from exc
-        finally:
-            for client in clients:
-                await client.close()
+        return await with_clients(lambda clients: self._run(transcript, pair, dialogue, limits, after_assistant, clients))
 
     async def _run(self, transcript: Transcript, pair: Pair, dialogue: list[Message], limits: Limits,
                    after_assistant: AfterAssistant | None, clients: list) -> TerminationReason:

@@ -52,9 +52,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.backends.base import BackendError
-from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model
+from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model, with_clients
 from testbed.frameworks.pair import Side, generated
-from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import TerminationReason
 from testbed.transcript import Message, ToolCall, ToolResult, Usage
 
@@ -188,16 +187,7 @@ class ToolAgent:
 
 async def run_task(episode) -> TerminationReason:
     """Run one τ² task with CAMEL (see the module docstring); a framework exception is the episode's BackendError."""
-    clients: list = []
-    try:
-        return await _run(episode, clients)
-    except BackendError:
-        raise
-    except Exception as exc:
-        raise framework_failure("camel", exc) from exc
-    finally:
-        for client in clients:
-            await client.close()
+    return await with_clients(lambda clients: _run(episode, clients))
 
 
 async def _run(episode, clients: list) -> TerminationReason:
