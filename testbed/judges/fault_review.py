@@ -15,7 +15,6 @@ limit and concurrency it takes (its prompt is not used: a review has its own). I
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -25,7 +24,7 @@ from testbed.backends.base import Backend, BackendError, BackendUnavailable, Gen
 from testbed.concurrency import gather_or_cancel
 from testbed.control_tokens import ControlTokens
 from testbed.judges.fence import fence
-from testbed.judges.parsing import CODE_BLOCK
+from testbed.judges.parsing import json_object
 from testbed.specs.errors import SpecError
 from testbed.specs.files import read_text
 from testbed.specs.loader import ResolvedAgent, builtin_dir, load_agent, read_yaml, resolve_spec_path
@@ -93,15 +92,7 @@ def review_schema() -> dict:
 
 def parse_review(reply: str) -> tuple[str, str]:
     """The verdict and one-line reason of a reply that must be exactly one JSON object (optionally in a ```json block)."""
-    text = reply.strip()
-    if block := CODE_BLOCK.match(text):
-        text = block.group(1).strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UnparsableReview(f"not a JSON object ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise UnparsableReview("the JSON is not an object")
+    data = json_object(reply, UnparsableReview)
     verdict, reason = data.get("verdict"), data.get("reason", "")
     if not isinstance(verdict, str) or verdict.strip().casefold() not in VERDICTS:
         raise UnparsableReview(f"`verdict` must be one of {', '.join(VERDICTS)}")

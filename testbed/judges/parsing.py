@@ -15,22 +15,28 @@ class UnparsableVerdict(ValueError):
     """The reply is not a valid verdict; the message says what was wrong, for the retry prompt."""
 
 
+def json_object(reply: str, error: type[ValueError]) -> dict:
+    """A reply that must be exactly one JSON object (optionally in a ```json block), as a dict; `error` with the
+    reason when it is not one."""
+    text = reply.strip()
+    if block := CODE_BLOCK.match(text):
+        text = block.group(1).strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"not a JSON object ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise error("the JSON is not an object")
+    return data
+
+
 def parse_verdict(reply: str, task: str) -> Verdict:
     """Parse a reply that must be exactly one JSON object (optionally in a ```json block).
 
     Nothing is guessed: no label is fished out of prose, since a label found in free text is as
     likely to be quoted from the judged turn as chosen by the judge.
     """
-    text = reply.strip()
-    block = CODE_BLOCK.match(text)
-    if block:
-        text = block.group(1).strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UnparsableVerdict(f"not a JSON object ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise UnparsableVerdict("the JSON is not an object")
+    data = json_object(reply, UnparsableVerdict)
     reason = data.get("reason", "")
     if not isinstance(reason, str):
         raise UnparsableVerdict("`reason` is not a string")
