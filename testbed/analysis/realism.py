@@ -88,8 +88,8 @@ def _check_columns(turns: pd.DataFrame) -> None:
 
 def _stable_order(turns: pd.DataFrame) -> pd.DataFrame:
     keys = ["context_id", "source", *CONDITION_COLUMNS, "text", "question", "answer", "label", "followup"]
-    as_text = pd.DataFrame({k: turns[k].astype(str) for k in keys}, index=turns.index)
-    order = np.lexsort([as_text[k].to_numpy() for k in reversed(keys)])
+    as_text = pd.DataFrame({k: turns[k].astype(str).fillna("\x00missing") for k in keys}).reset_index(drop=True)
+    order = as_text.sort_values(keys, kind="stable").index.to_numpy()
     ordered = turns.iloc[order].reset_index(drop=True)
     real = ordered["source"].astype(str) == REAL_SOURCE
     repeated_real = real & ordered["context_id"].astype(str).where(real).duplicated()
