@@ -154,9 +154,24 @@ def _followup_rate(prepared: PreparedTurns, rows: np.ndarray) -> tuple[float, fl
     return (yes / n if n else math.nan, lo, hi)
 
 
-def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: int, folds: int,
-                  resamples: int, stream: int = 0) -> dict[str, object]:
-    """The realism measures of one condition's simulated rows against the references on the contexts both have."""
+@dataclass(frozen=True)
+class SharedContexts:
+    """One condition's rows restricted to the contexts that have both simulated turns and a reference."""
+
+    simulated: np.ndarray
+    """Row numbers of the condition's simulated turns on shared contexts."""
+    real: np.ndarray
+    """Row numbers of the references on those contexts."""
+    simulated_context: np.ndarray
+    """Each simulated row's context as 0..contexts-1."""
+    real_context: np.ndarray
+    """Each reference row's context as 0..contexts-1."""
+    contexts: int
+    """How many contexts both sides have."""
+
+
+def shared_contexts(prepared: PreparedTurns, simulated_rows: np.ndarray) -> SharedContexts:
+    """The simulated rows and references on contexts both have, contexts numbered in sorted id order."""
     codes = prepared.context_codes
     real_rows = np.flatnonzero(prepared.is_real)
     has_real = np.zeros(int(codes.max()) + 1 if len(codes) else 0, dtype=bool)
@@ -168,9 +183,38 @@ def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: 
     position[shared] = np.arange(len(shared))
     sim = simulated_rows[has_real[codes[simulated_rows]]]
     real = real_rows[has_sim[codes[real_rows]]]
-    n = len(shared)
-    sim_context = position[codes[sim]]
-    real_context = position[codes[real]]
+    return SharedContexts(sim, real, position[codes[sim]], position[codes[real]], len(shared))
+
+
+def _cosine(prepared: PreparedTurns, on: SharedContexts, weights: np.ndarray) -> tuple[float, float, float]:
+    if prepared.embeddings is None or not on.contexts:
+        return (math.nan, math.nan, math.nan)
+    reference = np.zeros((on.contexts, prepared.embeddings.shape[1]), dtype=np.float32)
+    reference[on.real_context] = prepared.embeddings[on.real]
+    cosines = np.einsum("ij,ij->i", prepared.embeddings[on.simulated], reference[on.simulated_context])
+    turns = np.bincount(on.simulated_context, minlength=on.contexts).astype(np.float64)
+    return bootstrap_ratio_of_sums(_per_context(cosines.astype(np.float64), on.simulated_context, on.contexts),
+                                   turns, weights)
+
+
+def _length_ratio(prepared: PreparedTurns, on: SharedContexts, weights: np.ndarray) -> tuple[float, float, float]:
+    n = on.contexts
+    sim_words = np.maximum(prepared.words[on.simulated], 1).astype(np.float64)
+    real_words = np.maximum(prepared.words[on.real], 1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sim_mean = _per_context(sim_words, on.simulated_context, n) / np.bincount(on.simulated_context, minlength=n)
+        real_mean = _per_context(real_words, on.real_context, n) / np.bincount(on.real_context, minlength=n)
+    return bootstrap_median(sim_mean / real_mean, weights)
+
+
+def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: int, folds: int,
+                  resamples: int, stream: int = 0) -> dict[str, object]:
+    """The realism measures of one condition's simulated rows against the references on the contexts both have.
+
+    `stream` separates the bootstrap draws of conditions sharing one `seed`.
+    """
+    on = shared_contexts(prepared, simulated_rows)
+    sim, real, sim_context, real_context, n = on.simulated, on.real, on.simulated_context, on.real_context, on.contexts
     weights = context_resample_weights(n, resamples, np.random.default_rng([seed, stream])).astype(np.float64)
 
     jsd = bootstrap_jsd(_label_counts(prepared.label_codes[sim], sim_context, n),
@@ -180,20 +224,8 @@ def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: 
     verdict = discriminate(prepared.features[rows], is_sim, np.r_[sim_context, real_context], weights,
                            folds=folds, seed=seed)
 
-    cosine = (math.nan, math.nan, math.nan)
-    if prepared.embeddings is not None and n:
-        reference = np.zeros((n, prepared.embeddings.shape[1]), dtype=np.float32)
-        reference[real_context] = prepared.embeddings[real]
-        cosines = np.einsum("ij,ij->i", prepared.embeddings[sim], reference[sim_context]).astype(np.float64)
-        cosine = bootstrap_ratio_of_sums(_per_context(cosines, sim_context, n),
-                                         np.bincount(sim_context, minlength=n).astype(np.float64), weights)
-
-    sim_words = np.maximum(prepared.words[sim], 1).astype(np.float64)
-    real_words = np.maximum(prepared.words[real], 1).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = (_per_context(sim_words, sim_context, n) / np.bincount(sim_context, minlength=n)) / \
-                 (_per_context(real_words, real_context, n) / np.bincount(real_context, minlength=n))
-    length_ratio = bootstrap_median(ratios, weights)
+    cosine = _cosine(prepared, on, weights)
+    length_ratio = _length_ratio(prepared, on, weights)
 
     row: dict[str, object] = {"contexts": n, "simulated": len(sim), "real": len(real)}
     row.update(zip(("jsd", "jsd_lo", "jsd_hi"), jsd, strict=True))
@@ -229,8 +261,9 @@ def realism_table(turns: pd.DataFrame, *, seed: int = 0, folds: int = 5, resampl
     under 0.6 at that size as indistinguishable. `giveaways` are its three strongest standardised
     coefficients; `cosine`
     needs an `embedder` with `.encode(list[str]) -> array` (NaN without one). Label measures are
-    NaN when a side has no labels. The result does not depend on the order of the rows; repeated
-    real rows of a context count once.
+    NaN when a side has no labels. A condition with no context shared with the real turns keeps its
+    row, with `contexts` 0 and NaN measures. The result does not depend on the order of the rows;
+    repeated real rows of a context count once.
     """
     _check_columns(turns)
     if turns.empty:
@@ -242,8 +275,7 @@ def realism_table(turns: pd.DataFrame, *, seed: int = 0, folds: int = 5, resampl
     for stream, (condition, group) in enumerate(simulated.groupby(list(CONDITION_COLUMNS), sort=True, dropna=False)):
         measures = condition_row(prepared, group.index.to_numpy(), seed=seed, folds=folds, resamples=resamples,
                                  stream=stream)
-        if measures["contexts"]:
-            rows.append({**dict(zip(CONDITION_COLUMNS, condition, strict=True)), **measures})
+        rows.append({**dict(zip(CONDITION_COLUMNS, condition, strict=True)), **measures})
     return pd.DataFrame(rows, columns=REALISM_COLUMNS)
 
 

@@ -112,7 +112,7 @@ def has_code(texts: pd.Series) -> np.ndarray:
     """True where the text has a fenced block or a line that looks like code.
 
     A code line starts like a statement (`def `, `import `, `return`, `for (`, an HTML tag, a shell
-    `$ ` or `>>> ` prompt, `SELECT … FROM`) or ends with `;`, `{` or `}`. Prose that ends a line
+    `$ ` or `>>> ` prompt, an SQL query) or ends with `;`, `{` or `}`. Prose that ends a line
     with a semicolon counts as code; code pasted inline in a sentence does not.
     """
     return _text(texts).str.lower().str.contains(_CODE_LINE, regex=True).to_numpy(dtype=bool)

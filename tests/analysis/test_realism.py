@@ -206,6 +206,21 @@ def test_contexts_with_only_simulated_rows_are_dropped(real):
     assert with_orphans["auc"] == without["auc"]
 
 
+def test_a_condition_sharing_no_context_keeps_its_row_with_nan_measures(real):
+    elsewhere = simulate(real.head(10).assign(context_id=lambda f: f["context_id"] + "-elsewhere"), restates, "lost")
+    table = realism_table(judged(pd.concat([real, simulate(real, restates, "restater"), elsewhere],
+                                           ignore_index=True)), resamples=20).set_index("user_model")
+    assert list(table.index) == ["lost", "restater"]
+    lost = table.loc["lost"]
+    assert lost["contexts"] == 0 and lost["simulated"] == 0 and lost["real"] == 0
+    assert np.isnan(lost["auc"]) and np.isnan(lost["jsd"]) and np.isnan(lost["length_ratio"])
+
+
+def test_human_baseline_of_a_frame_without_real_turns_is_one_empty_row():
+    row = human_baseline(pd.DataFrame(columns=list(realism_frame_columns))).iloc[0]
+    assert row["turns"] == 0 and np.isnan(row["followup"]) and np.isnan(row["share_other"])
+
+
 def test_an_empty_frame_gives_an_empty_table_with_the_columns():
     empty = pd.DataFrame(columns=list(realism_frame_columns))
     table = realism_table(empty)
