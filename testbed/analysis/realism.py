@@ -259,9 +259,10 @@ def realism_table(turns: pd.DataFrame, *, seed: int = 0, folds: int = 5, resampl
     turns' own distribution the AUC ranged over about 0.42–0.56 across data seeds, a little below
     0.5 on average (the known negative bias of cross-validation at no signal), so read an AUC
     under 0.6 at that size as indistinguishable. `giveaways` are its three strongest standardised
-    coefficients; `cosine`
-    needs an `embedder` with `.encode(list[str]) -> array` (NaN without one). Label measures are
-    NaN when a side has no labels. A condition with no context shared with the real turns keeps its
+    coefficients. `cosine` needs an `embedder` with `.encode(list[str]) -> array` (NaN without
+    one); it rewards topical likeness to the reference (on the synthetic tests a simulator that
+    repeats the question scored 0.37 against 0.34 for one replaying human turns), so read it
+    beside the AUC, never alone. Label measures are NaN when a side has no labels. A condition with no context shared with the real turns keeps its
     row, with `contexts` 0 and NaN measures. The result does not depend on the order of the rows;
     repeated real rows of a context count once.
     """
