@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from testbed.analysis.realism_features import SURFACE_FEATURES
@@ -42,7 +42,7 @@ class DiscriminatorResult:
     """Every feature's standardised coefficient (positive: the simulator has more of it)."""
 
 
-def _model() -> object:
+def _model() -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
 
 
