@@ -163,6 +163,13 @@ def _field(message: Any, name: str) -> Any:
     return getattr(message, name) if hasattr(message, "role") else message[name]
 
 
+def _speaker(message: Any) -> Any:
+    try:
+        return _field(message, "speaker")
+    except (KeyError, IndexError, AttributeError):
+        return None
+
+
 def _calls_tools(message: Any) -> bool:
     if isinstance(message, Message):
         return bool(message.tool_calls)
@@ -186,7 +193,9 @@ class GeneratedTurnRule:
     call (a dual-control task's phone) acts rather than speaks, and tool results are nobody's turn. Judges label these turns and
     every report counts them. What comes before the first answer (system prompts, the dataset's
     request, any scripted opening user turns) was written by the scenario, not by the simulated user,
-    so it is never judged as the user's behaviour; a message of any other role neither counts nor opens.
+    so it is never judged as the user's behaviour; a message of any other role neither counts nor opens,
+    and neither does a message spoken by one of `scripted_speakers` (a dataset's own conversation, whose
+    earlier answers and user turns are the context a real-conversation probe starts from).
 
     Every form of the rule derives from `GENERATED_TURNS`: `generated_user_turns` here, and the
     store's SQL and pandas forms (`testbed.store.generated_turns`), so teaching the rule a new role is
@@ -197,6 +206,8 @@ class GeneratedTurnRule:
     """Roles whose messages count as the simulated user speaking."""
     opening_roles: tuple[str, ...]
     """Roles whose first message opens the generated part of an episode."""
+    scripted_speakers: tuple[str, ...] = ()
+    """Speakers whose messages are the scenario's script: they neither open the generated part nor count."""
 
     def select(self, messages: Iterable[M]) -> list[M]:
         """The generated user turns among one episode's messages (in turn order), returned as given."""
@@ -204,6 +215,8 @@ class GeneratedTurnRule:
         opened = False
         for m in messages:
             role = _field(m, "role")
+            if self.scripted_speakers and _speaker(m) in self.scripted_speakers:
+                continue
             if role in self.opening_roles:
                 opened = True
             elif role in self.user_roles and opened and not _calls_tools(m):
@@ -211,8 +224,10 @@ class GeneratedTurnRule:
         return out
 
 
-GENERATED_TURNS = GeneratedTurnRule(user_roles=("user",), opening_roles=("assistant",))
-"""The rule in force: user messages after the first assistant message."""
+DATASET_SPEAKER = "dataset"
+"""The speaker of the messages a scenario copies from its dataset (the request, a real conversation's context)."""
+GENERATED_TURNS = GeneratedTurnRule(user_roles=("user",), opening_roles=("assistant",), scripted_speakers=(DATASET_SPEAKER,))
+"""The rule in force: user messages after the first assistant message the dataset did not supply."""
 
 
 def generated_user_turns(messages: Iterable[M]) -> list[M]:

@@ -27,6 +27,7 @@ DATASETS.register("ifeval", "testbed.datasets.instructions:IFEVAL")
 DATASETS.register("ifbench", "testbed.datasets.instructions:IFBENCH")
 DATASETS.register("gpqa_diamond", "testbed.datasets.gpqa:GPQA_DIAMOND")
 DATASETS.register("healthbench", "testbed.datasets.healthbench:HEALTHBENCH")
+DATASETS.register("sharegpt", "testbed.datasets.sharegpt:SHAREGPT")
 
 
 def dataset_entry(name: str) -> DatasetEntry:

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.datasets.items import DatasetItem
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from testbed.datasets.contexts import ContextSelection
+
+ContextReader = Callable[["Path", "ContextSelection", "int | None", "int | None"], list[DatasetItem]]
+"""Reads a real-conversation dataset's file in one pass: (path, selection, limit, seed) -> the contexts taken."""
 
 CANARY_NOTE = "carries a canary string: keep it out of training corpora"
 """Appended to the licence of a dataset whose text carries a canary string, wherever the licence is shown."""
@@ -73,19 +81,23 @@ class DatasetEntry:
     Attributes:
         name: The name a scenario's `dataset:` takes and every item's `dataset` carries.
         source: The file in a pinned package that holds the rows.
-        convert: Turns one row of that file into a `DatasetItem` with a content-derived id.
+        convert: Turns one row of that file into a `DatasetItem` with a content-derived id (None for a
+            dataset of real conversations, which `contexts` reads).
         score: `(item, answer) -> 1.0 | 0.0 | None`; `None` when correctness cannot be decided
             offline, which aggregates drop instead of counting as wrong.
         licence: The upstream licence, as the dataset package's upstream states it.
         carries_canary: The text carries a canary string, so exports leave it out unless asked.
+        contexts: For a dataset of real conversations (testbed.datasets.contexts): reads the file in one
+            streamed pass and gives the contexts a selection takes; the rows are never all held.
     """
 
     name: str
     source: DatasetSource
-    convert: Callable[[dict[str, Any]], DatasetItem]
+    convert: Callable[[dict[str, Any]], DatasetItem] | None
     score: Callable[[DatasetItem, str], float | None]
     licence: str
     carries_canary: bool = False
+    contexts: ContextReader | None = None
 
     @property
     def licence_note(self) -> str:

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from testbed.datasets.catalog import dataset_entry
+from testbed.datasets.contexts import ContextSelection
 from testbed.datasets.items import DatasetItem
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
 def load_items(
-    dataset: str, *, limit: int | None = None, seed: int | None = None
+    dataset: str, *, limit: int | None = None, seed: int | None = None, contexts: ContextSelection | None = None
 ) -> list[DatasetItem]:
     """Load benchmark items, optionally a deterministic subset.
 
@@ -33,6 +34,9 @@ def load_items(
         seed: `None` keeps file order (the first `limit` items); an integer shuffles with
             `random.Random(seed)` first, so a small sample still spans the whole benchmark and
             the same seed picks the same items on every machine.
+        contexts: Which contexts of a dataset of real conversations to take (its defaults when None);
+            a ValueError for any other dataset. Such a dataset is streamed once per selection, and a
+            seed keeps the contexts with the smallest seeded hash of their ids (testbed.datasets.sharegpt).
 
     Returns:
         Fresh copies of the items, so a caller may mutate them without corrupting the cache.
@@ -42,9 +46,13 @@ def load_items(
         RuntimeError: The package holding the file is not installed; the message has the fix.
         ValueError: `limit` is negative.
     """
-    dataset_entry(dataset)
+    entry = dataset_entry(dataset)
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
+    if entry.contexts is not None:
+        return [copy.deepcopy(i) for i in _cached_contexts(dataset, contexts or ContextSelection(), limit, seed)]
+    if contexts is not None:
+        raise ValueError(f"dataset {dataset!r} holds no real conversations, so `contexts` does not apply to it")
     items = _cached_items(dataset)
     order = list(range(len(items)))
     if seed is not None:
@@ -83,6 +91,13 @@ def _cached_items(dataset: str) -> tuple[DatasetItem, ...]:
     entry = dataset_entry(dataset)
     rows = _read_rows(entry.source.fmt, data_file(dataset))
     return tuple(entry.convert(row) for row in rows)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_contexts(dataset: str, selection: ContextSelection, limit: int | None, seed: int | None) -> tuple[DatasetItem, ...]:
+    """The contexts one selection takes from a real-conversation dataset, read once per process and selection."""
+    entry = dataset_entry(dataset)
+    return tuple(entry.contexts(data_file(dataset), selection, limit, seed))
 
 
 def _read_rows(fmt: str, path: Path) -> list[dict[str, Any]]:

@@ -108,6 +108,8 @@ def load_dataset_items(scenario: ResolvedScenario, dataset: str, selection) -> l
     from testbed.datasets import load_items
 
     try:
-        return load_items(dataset, limit=selection.limit, seed=selection.seed)
+        return load_items(dataset, limit=selection.limit, seed=selection.seed, contexts=selection.contexts)
     except ValueError as exc:
-        raise SpecError(scenario.path, "dataset", str(exc), "use a known dataset name") from None
+        field, fix = (("items.contexts", "drop `contexts:` or use a dataset of real conversations (sharegpt)")
+                      if selection.contexts is not None else ("dataset", "use a known dataset name"))
+        raise SpecError(scenario.path, field, str(exc), fix) from None

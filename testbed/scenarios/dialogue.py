@@ -14,13 +14,14 @@ from testbed.frameworks.base import owns_client
 from testbed.orchestrator import ERROR, Limits
 from testbed.participants import Assistant, DialogueUser, Participant, user_sampling, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
+from testbed.scenarios.human_reference import emit_references, with_reference
 from testbed.specs.loader import ResolvedScenario
 from testbed.specs.conversation import DialogueScenarioSpec
 from testbed.specs.loader import read_personas
 from testbed.specs.registries import ScenarioKindEntry
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.templates import fill_slots
-from testbed.transcript import Message, Transcript
+from testbed.transcript import DATASET_SPEAKER, Message, Transcript
 from testbed.wire.attribution import attribute
 from testbed.wire.routing import routed
 
@@ -44,7 +45,7 @@ def openings(scenario: ResolvedScenario) -> list[Opening]:
     if spec.opening == "persona":
         return [Opening(p.id, "personas", p.name, ({"role": "user", "content": p.opening},), p.persona, p.goal) for p in scenario.personas]
     items = load_dataset_items(scenario, spec.dataset, spec.items)
-    return [Opening(i.item_id, i.dataset, "dataset", tuple(i.messages), spec.default_persona, spec.default_goal, i) for i in items]
+    return [Opening(i.item_id, i.dataset, DATASET_SPEAKER, tuple(i.messages), spec.default_persona, spec.default_goal, i) for i in items]
 
 
 def limits_of(spec) -> Limits:
@@ -153,7 +154,13 @@ class DialogueRunner:
     context: RunContext
 
     async def run(self, unit: Opening, variants: list[EpisodeVariant]) -> None:
-        """Each variant is its own conversation; they run concurrently (a lone one without a task of its own)."""
+        """A real context's reference episode is stored first; each other variant is its own conversation, and they
+        run concurrently (a lone one without a task of its own)."""
+        s = self.context.scenario
+        variants = await emit_references(unit.item, variants, lambda: opening_transcript(s, unit.messages, unit.speaker),
+                                         lambda o: emit(self.context.sink, o))
+        if not variants:
+            return
         if len(variants) == 1:
             await self._one(unit, variants[0])
         else:
@@ -178,9 +185,12 @@ class DialogueKind:
     """Dialogues as a scenario kind: units are openings, variants are conversations."""
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Opening, list[EpisodeVariant]]]:
-        """Every opening with its conversation variants."""
+        """Every opening with its conversation variants; a real context's reference episode first (a weak one: the
+        simulated users answer the assistant's own reply, not the real one)."""
         identity = conversation_identity(scenario)
-        return [(o, plan_conversations(scenario, o.unit_id, o.source, identity)) for o in openings(scenario)]
+        spec = scenario.spec
+        return [(o, with_reference(o.item, plan_conversations(scenario, o.unit_id, o.source, identity),
+                                   (spec.kind, spec.name, spec.seed), weak=True)) for o in openings(scenario)]
 
     def runner(self, context: RunContext) -> DialogueRunner:
         """A runner for openings."""

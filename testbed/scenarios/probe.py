@@ -19,13 +19,14 @@ from testbed.frameworks import framework
 from testbed.orchestrator import ERROR, Limits, user_turn_count
 from testbed.participants import Assistant, SimulatedUser, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
+from testbed.scenarios.human_reference import REAL_ASSISTANT, emit_references, has_reference, real_answer, with_reference
 from testbed.specs.perturbation import PerturbationSpec, perturbation_specs
 from testbed.specs.loader import ResolvedScenario
 from testbed.specs.loader import check_conversation_slot
 from testbed.specs.registries import ScenarioKindEntry
 from testbed.specs.scenario import ProbeScenarioSpec
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
-from testbed.transcript import Message, Transcript
+from testbed.transcript import DATASET_SPEAKER, Message, Transcript
 
 
 def answer_id(scenario: ResolvedScenario, item: DatasetItem) -> str:
@@ -33,12 +34,19 @@ def answer_id(scenario: ResolvedScenario, item: DatasetItem) -> str:
     return stable_hash("answer", item.dataset, item.item_id, scenario.assistant.as_dict()["spec"], scenario.assistant.system_prompt)
 
 
+def shows_real_answer(scenario: ResolvedScenario, item: DatasetItem) -> bool:
+    """Whether the user turns of `item` follow its real answer (a real context, answer not regenerated)."""
+    return has_reference(item) and not scenario.spec.regenerate_answer
+
+
 def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVariant]:
-    """Every variant of one item, in a fixed order."""
+    """Every variant of one item, in a fixed order; a real context's reference episode first."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
     user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
     answer = answer_id(scenario, item)
-    models = (served_model_name(a.spec), served_model_name(u.spec))
+    real = shows_real_answer(scenario, item)
+    assistant_agent = REAL_ASSISTANT if real else a.spec.name
+    models = (REAL_ASSISTANT if real else served_model_name(a.spec), served_model_name(u.spec))
     out = []
     for mode in spec.user_modes:
         for p in perturbation_specs(spec.perturbations):
@@ -46,11 +54,11 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVari
             for temperature in spec.temperatures:
                 for sample in range(spec.samples_per_temperature):
                     def key(eid: str, mode=mode, perturbation=perturbation, temperature=temperature, sample=sample) -> EpisodeKey:
-                        return EpisodeKey(eid, item.item_id, item.dataset, a.spec.name, models[0], u.spec.name,
+                        return EpisodeKey(eid, item.item_id, item.dataset, assistant_agent, models[0], u.spec.name,
                                           models[1], mode, temperature, sample, perturbation)
                     parts = (spec.name, answer, user_identity, mode, identity, temperature, sample, spec.seed)
                     out.append(variant(parts, key))
-    return out
+    return with_reference(item, out, (spec.kind, spec.name, spec.seed), weak=spec.regenerate_answer)
 
 
 def initial_transcript(scenario: ResolvedScenario, item: DatasetItem) -> Transcript:
@@ -59,7 +67,7 @@ def initial_transcript(scenario: ResolvedScenario, item: DatasetItem) -> Transcr
     if scenario.assistant.system_prompt:
         t.append(Message("system", scenario.assistant.system_prompt, scenario.assistant.spec.name, 0))
     for m in item.messages:
-        t.append(Message(m["role"], m["content"], "dataset", t.next_turn))
+        t.append(Message(m["role"], m["content"], DATASET_SPEAKER, t.next_turn))
     return t
 
 
@@ -82,6 +90,8 @@ class ProbeItemRunner:
             self.perturbations = {p.resolved_label: p for p in perturbation_specs(self.scenario.spec.perturbations)}
 
     async def _answer(self, item: DatasetItem, transcript: Transcript) -> tuple[Message, float | None]:
+        if shows_real_answer(self.scenario, item):
+            return real_answer(item, transcript.next_turn), None
         aid = answer_id(self.scenario, item)
         stored = self.shared.get(aid)
         if stored is not None:
@@ -95,8 +105,11 @@ class ProbeItemRunner:
         return message, score
 
     async def run(self, item: DatasetItem, variants: list[EpisodeVariant]) -> None:
-        """Generate (or reuse) the answer once, then every pending user-turn variant."""
+        """Store a real context's reference episode, generate (or reuse) the answer once, then every pending user-turn variant."""
         base = initial_transcript(self.scenario, item)
+        variants = await emit_references(item, variants, lambda: initial_transcript(self.scenario, item), self._emit)
+        if not variants:
+            return
         try:
             async with self.slot():
                 answer, score = await self._answer(item, base)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from testbed.datasets.catalog import DATASETS
+from testbed.datasets.contexts import ContextSelection
 from testbed.specs.agent import Strict
 from testbed.specs.perturbation import PerturbationEntry, PerturbationName, PerturbationSpec, perturbation_specs
 
@@ -29,6 +30,8 @@ class ItemSelection(Strict):
 
     limit: int | None = Field(None, ge=1)
     seed: int | None = None
+    contexts: ContextSelection | None = None
+    """For a dataset of real conversations (sharegpt): depth, language and length caps of its contexts."""
 
 
 class ProbeScenarioSpec(Strict):
@@ -54,6 +57,9 @@ class ProbeScenarioSpec(Strict):
     """Names, or mappings with parameters (testbed.specs.perturbation); each label once."""
     max_tokens: int = Field(128, ge=1, le=32768)
     seed: int = 0
+    regenerate_answer: bool = False
+    """On real contexts (sharegpt): the assistant writes its own answer instead of showing the real one; the
+    real next turn then answered another message, so it is stored as a weaker reference."""
 
     @field_validator("temperatures")
     @classmethod

