@@ -5,8 +5,8 @@ users' episodes on a context, one *reference episode*: the real context, the rea
 real user's next turn as its one user turn. Its conditions say who wrote it (`HUMAN_MODE`, user
 model `HUMAN_MODEL`), so judges label it like any user turn and every report, figure and export
 reads it as one more condition: the real users' row. When the simulated users saw another answer than
-the real one (the answer regenerated, a dialogue's own answer), the reference agent is
-`WEAK_REFERENCE_AGENT`: the real turn answered a different message, a weaker yardstick.
+the real one (the answer regenerated, a dialogue's own answer), the reference's user model is
+`WEAK_HUMAN_MODEL`: the real turn answered a different message, a weaker yardstick.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from testbed.transcript import Message, Transcript
 HUMAN_MODE = "human"
 """The user mode of a reference episode: a real person wrote the turn."""
 HUMAN_MODEL = "human"
-"""The user model of a reference episode."""
+"""The user model of a reference episode whose context is the one the simulated users saw."""
+WEAK_HUMAN_MODEL = "human-other-answer"
+"""The user model of a reference episode whose real answer is not the one the simulated users saw."""
 REFERENCE_AGENT = "real-users"
 """The user agent of a reference episode whose context is the one the simulated users saw."""
 WEAK_REFERENCE_AGENT = "real-users-other-answer"
@@ -46,10 +48,10 @@ def real_answer(item: DatasetItem, turn_index: int) -> Message:
 
 def reference_variant(item: DatasetItem, scenario_id: tuple, *, weak: bool) -> EpisodeVariant:
     """The reference episode's variant: its id hashes the scenario's identity and the item, never a model."""
-    agent = WEAK_REFERENCE_AGENT if weak else REFERENCE_AGENT
+    agent, model = (WEAK_REFERENCE_AGENT, WEAK_HUMAN_MODEL) if weak else (REFERENCE_AGENT, HUMAN_MODEL)
 
     def key(eid: str) -> EpisodeKey:
-        return EpisodeKey(eid, item.item_id, item.dataset, REAL_ASSISTANT, REAL_ASSISTANT, agent, HUMAN_MODEL,
+        return EpisodeKey(eid, item.item_id, item.dataset, REAL_ASSISTANT, REAL_ASSISTANT, agent, model,
                           HUMAN_MODE, 0.0, 0, "none")
     return variant(("human-reference", *scenario_id, item.item_id, agent), key)
 
