@@ -66,3 +66,13 @@ def run_realism(store: Store, run_id: str, judge: JudgeIdentity | str | None = N
         return RunRealism(pd.DataFrame(columns=REALISM_COLUMNS), human_baseline(turns), False)
     weak = bool((turns.user_model[turns.source == REAL_SOURCE] == WEAK_HUMAN_MODEL).any())
     return RunRealism(realism_table(turns, seed=seed, resamples=resamples, embedder=embedder), human_baseline(turns), weak)
+
+
+def static_embedder():
+    """The static MiniLM embedder for closeness to the real turn, or None when its package is not installed."""
+    from testbed.judges.learned.embedding import EmbeddingUnavailable, default_embedder
+
+    try:
+        return default_embedder()
+    except EmbeddingUnavailable:
+        return None

@@ -167,11 +167,28 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
             for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
                 console.print(table)
             print_perturbation_effects(db, meta["run_id"], who)
+            print_realism(db, meta["run_id"], who, fmt)
             print_replica_counts(db, meta["run_id"])
             for reason, n in db.error_reasons(meta["run_id"]):
                 say((f"{n} episode(s) failed:", "red"), " ", reason)
         else:
             sys.stdout.write(render(frame, fmt) + "\n")
+            if fmt == "markdown":
+                print_realism(db, meta["run_id"], who, fmt)
+
+
+def print_realism(db, run_id: str, who, fmt: str) -> None:
+    """The realism table, when the run holds human-reference episodes (a run over real conversations)."""
+    from testbed.analysis.realism_render import as_markdown, as_rich
+    from testbed.analysis.realism_runs import run_realism, static_embedder
+
+    realism = run_realism(db, run_id, who, embedder=static_embedder())
+    if realism.empty:
+        return
+    if fmt == "markdown":
+        sys.stdout.write("\n" + as_markdown(realism) + "\n")
+    else:
+        console.print(as_rich(realism))
 
 
 def print_replica_counts(db, run_id: str) -> None:

@@ -77,7 +77,7 @@ def compare(
         fail(f"{exc.framework}: {exc.reason}\nThe comparison stopped; " + KEPT.format(path=db.path))
     except (KeyboardInterrupt, Terminated):
         fail("stopped; " + KEPT.format(path=db.path), 130)
-    _print_comparison(comparison, format)
+    _print_comparison(comparison, format, db)
     if comparison.incomplete:
         raise typer.Exit(1)
 
@@ -89,7 +89,7 @@ def _say_run(done, out) -> None:
         + (f"; tracebacks and the framework's own log in {summary.log}" if summary.log else ""), to=out)
 
 
-def _print_comparison(comparison, fmt: str) -> None:
+def _print_comparison(comparison, fmt: str, db) -> None:
     from testbed.analysis.compare_render import comparison_tables, comparison_text
 
     frame, shapes, episode = comparison.frame, comparison.shapes, comparison.episode
@@ -99,6 +99,26 @@ def _print_comparison(comparison, fmt: str) -> None:
             console.print(table)
     else:
         sys.stdout.write(comparison_text(frame, shapes, episode, fmt) + "\n")
+    if fmt in ("table", "markdown"):
+        _print_realism(comparison, fmt, db)
+
+
+def _print_realism(comparison, fmt: str, db) -> None:
+    """Each framework's simulated users against the real users, when the compared scenario runs over real contexts."""
+    from testbed.analysis.realism_render import as_markdown, as_rich
+    from testbed.analysis.realism_runs import run_realism, static_embedder
+
+    embedder = static_embedder()
+    for framework, run_id in comparison.run_ids.items():
+        realism = run_realism(db, run_id, comparison.identities.get(framework), embedder=embedder)
+        if realism.empty:
+            continue
+        if fmt == "markdown":
+            sys.stdout.write(f"\n**{framework}**\n\n" + as_markdown(realism) + "\n")
+        else:
+            table = as_rich(realism)
+            table.title = f"{framework}: {table.title}"
+            console.print(table)
 
 
 @app.command()

@@ -236,7 +236,7 @@ class StoreReader:
 
         Each batch is its own query, so a caller may write (labels) between batches.
         """
-        columns = f"m.episode_id, m.turn_index, m.role, m.content, m.{TOOL_CALLS_COLUMN}"
+        columns = f"m.episode_id, m.turn_index, m.role, m.speaker, m.content, m.{TOOL_CALLS_COLUMN}"
         for rows in self._message_batches(run_id, include_errored, batch, columns, "AND m.role != 'system'"):
             for eid, msgs in groupby(rows, key=lambda r: r["episode_id"]):
                 yield from episode_turns(eid, list(msgs))
