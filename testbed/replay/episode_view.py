@@ -5,6 +5,9 @@ render the same view, so what a terminal shows and what a pipe prints never disa
 edges are the conversation graph's (`testbed.analysis.graphs.episode_graph`): the earlier turn a
 generated user turn copies most, when it copies at least half of it. On a τ² run each user turn
 also carries its simulated-user faults (`RunCatalog.episode_faults`), role drift under the chosen judge.
+On a run over real conversations, a simulated user's first turn carries the human reference of its item
+(`testbed.store.references`): what the real user wrote after the same context, to read the two side by side.
+The reference episodes themselves are shown as they are, with nothing under their turn.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import TYPE_CHECKING
 
 from testbed.analysis.graphs import episode_graph, message_dict
 from testbed.replay.catalog import RunCatalog
+from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
+from testbed.store.references import ReferenceTurn, reference_turns
 from testbed.transcript import Message
 
 if TYPE_CHECKING:
@@ -53,6 +58,8 @@ class TurnView:
     """For a tool result: the turn of the message that made the call it answers (None when no stored message did)."""
     faults: tuple["UserFault", ...] = ()
     """The simulated-user faults on this user turn (τ² runs only), in `FAULT_NAMES` order."""
+    references: tuple[ReferenceTurn, ...] = ()
+    """On a simulated user's first turn: the real users' turns after the same context (human references of its item)."""
 
     @property
     def generated(self) -> bool:
@@ -94,6 +101,14 @@ def _perturbed_index(messages: list[Message], perturbation: str, first_generated
     return chosen[-1].turn_index if chosen else None
 
 
+def _references(store: Store, run_id: str, episode: EpisodeRecord) -> tuple[ReferenceTurn, ...]:
+    """The real users' next turns on a simulated episode's item (none for a reference episode itself)."""
+    if episode.key.user_mode == HUMAN_MODE:
+        return ()
+    found = reference_turns(store, run_id, episode.key.item_id, user_mode=HUMAN_MODE)
+    return tuple(r for r in found if r.message.role == "user")
+
+
 def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judge: JudgeIdentity | None) -> EpisodeView:
     """Read one episode's messages and put each in view: labels, source edge, onset and perturbation marks."""
     eid = episode.key.episode_id
@@ -109,6 +124,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     faults: dict[int, list[UserFault]] = {}
     for fault in catalog.episode_faults(eid, judge):
         faults.setdefault(fault.turn_index, []).append(fault)
+    references = _references(store, catalog.run_id, episode) if generated else ()
     callers: dict[str, int] = {}
     turns = []
     for m in messages:
@@ -116,5 +132,6 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
         turns.append(TurnView(m, ordinal.get(m.turn_index, 0), tuple(catalog.records(eid, m.turn_index)), sources.get(m.turn_index),
                               m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None,
                               callers.get(m.tool_result.call_id) if m.tool_result else None,
-                              tuple(faults.get(m.turn_index, ()))))
+                              tuple(faults.get(m.turn_index, ())),
+                              references if m.turn_index == generated[0] else ()))
     return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.tau2, catalog.fault_problem)

@@ -4,7 +4,8 @@ The replay app puts these panels on screen and `testbed show-episode` prints the
 the same badges: the true role, the speaker, turn index, tokens and latency; each identity's label
 with its reason; the source edge; the drift onset; a perturbed answer; a τ² user turn's faults with
 their evidence; an episode's error; tool calls as `name(arguments)` and tool results tied to their
-call (`testbed.replay.tool_render`).
+call (`testbed.replay.tool_render`); under a simulated user's first turn on a real conversation, the real
+user's turn after the same context (its human reference), dim and italic.
 Everything a model, a server or a dataset wrote (messages, reasons, names, ids, fault evidence) is `neutralised`
 here, so neither the app nor a pipe ever gets an escape sequence from a transcript.
 """
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
+from rich.rule import Rule
 from rich.text import Text
 
 from testbed.replay.catalog import FAULT_NAMES
 from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
+from testbed.scenarios.human_reference import WEAK_HUMAN_MODEL
 from testbed.store import LabelRecord
+from testbed.store.references import ReferenceTurn
 from testbed.terminal_text import neutralised
 
 ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool": RESULT_STYLE}
@@ -27,6 +31,8 @@ ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool":
 ONSET_STYLE = "bold red"
 FAULT_STYLE = "bold dark_orange"
 """The colour of a user fault's mark, and of the border of a faulted turn (the drift onset's red wins)."""
+REFERENCE_STYLE = "dim italic"
+"""The style of a human reference shown under a simulated user's turn: read beside it, never mistaken for it."""
 SUMMARY_TURNS = 4
 """How many turns of each fault kind the episode header lists before it gives their number (`f` visits them all)."""
 
@@ -55,6 +61,15 @@ def fault_line(kind: str, evidence: str) -> Text:
     if evidence:
         line.append(neutralised(f"  {evidence}"))
     return line
+
+
+def reference_block(reference: ReferenceTurn) -> Text:
+    """`human reference (real user): <text>`, or `human reference (answered another message): <text>` when the
+    real user answered another message than the simulated user saw (`WEAK_HUMAN_MODEL`)."""
+    who = "answered another message" if reference.user_model == WEAK_HUMAN_MODEL else "real user"
+    block = Text(f"human reference ({who}): ", style=f"bold {REFERENCE_STYLE}")
+    block.append(neutralised(reference.message.content) or "(empty)", style=REFERENCE_STYLE)
+    return block
 
 
 def turn_title(turn: TurnView) -> Text:
@@ -104,6 +119,9 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -
             parts.extend(label_line(r) for r in turn.labels)
         else:
             parts.append(Text("not labelled", style="dim"))
+    if turn.references:
+        parts.append(Rule(style="dim"))
+        parts.extend(reference_block(r) for r in turn.references)
     border = ONSET_STYLE if turn.onset else FAULT_STYLE if turn.faults else ROLE_STYLES.get(turn.message.role, "white")
     return Panel(Group(*parts), title=turn_title(turn), title_align="left", border_style=border,
                  subtitle="▶ here" if current else None, subtitle_align="right")
