@@ -124,6 +124,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     faults: dict[int, list[UserFault]] = {}
     for fault in catalog.episode_faults(eid, judge):
         faults.setdefault(fault.turn_index, []).append(fault)
+    first_turn = generated[0] if generated else None
     references = _references(store, catalog.run_id, episode) if generated else ()
     callers: dict[str, int] = {}
     turns = []
@@ -133,5 +134,5 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
                               m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None,
                               callers.get(m.tool_result.call_id) if m.tool_result else None,
                               tuple(faults.get(m.turn_index, ())),
-                              references if m.turn_index == generated[0] else ()))
+                              references if m.turn_index == first_turn else ()))
     return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.tau2, catalog.fault_problem)
