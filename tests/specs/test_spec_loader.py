@@ -199,7 +199,7 @@ def test_unknown_nested_field(tmp_path):
     with pytest.raises(SpecError) as info:
         load_scenario(path)
     message = assert_one_error(info.value, path, "items.limitt", "unknown field")
-    assert "allowed here: limit, seed" in message
+    assert "allowed here: contexts, limit, seed" in message
 
 
 def test_wrong_type_temperatures(tmp_path):
