@@ -18,9 +18,11 @@ from testbed.analysis.drift import run_drift, survival_curve
 from testbed.analysis.figure_registry import Figure, FigureInputs, FigureRegistry
 from testbed.analysis.frames import episodes_frame, normalise
 from testbed.analysis.perturbation import PAIR
+from testbed.analysis.realism_figures import REAL_USERS, realism_conditions, realism_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2_figures import tau2_users
 from testbed.judges.taxonomy import taxonomy
+from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.labels import JudgeIdentity, labels_frame
@@ -136,7 +138,7 @@ def accuracy_vs_followup(inputs: FigureInputs) -> Built:
     """
     turns, episodes = inputs.turns, inputs.episodes
     accuracy = answer_accuracy(inputs.store, inputs.run_id)
-    base = turns[turns.perturbation == "none"]
+    base = turns[(turns.perturbation == "none") & (turns.user_mode != HUMAN_MODE)]
     rows = []
     for row in accuracy.itertuples(index=False):
         mine = base[(base.assistant_model == row.assistant_model) & (base.dataset == row.dataset)]
@@ -159,9 +161,14 @@ def accuracy_vs_followup(inputs: FigureInputs) -> Built:
 @FIGURES.figure("followup_vs_temperature", "Follow-up rate vs user temperature", draw=f"{_DRAWING}:draw_followup_vs_temperature")
 def followup_vs_temperature(inputs: FigureInputs) -> Built:
     """Follow-up rate of unperturbed scored user turns per dataset × user model × user mode ×
-    user temperature (the sampling temperature of the simulated user, not the assistant)."""
+    user temperature (the sampling temperature of the simulated user, not the assistant).
+
+    Human-reference turns (user mode `human`) are no simulated curve: when a dataset has them, every
+    row of it carries the real users' follow-up rate (`real_users_*`, NaN otherwise), drawn as a line."""
     turns, episodes = inputs.turns, inputs.episodes
-    base = turns[turns.perturbation == "none"]
+    unperturbed = turns[turns.perturbation == "none"]
+    base = unperturbed[unperturbed.user_mode != HUMAN_MODE]
+    episodes = episodes[episodes.user_mode != HUMAN_MODE]
     temperatures = sorted(base.temperature.unique())
     if len(temperatures) < 2:
         shown = ", ".join(f"{t:g}" for t in temperatures) or "none"
@@ -172,7 +179,24 @@ def followup_vs_temperature(inputs: FigureInputs) -> Built:
     frame["errored_episodes"] = frame.errored_episodes.fillna(0).astype(int)
     if not (frame.scored > 0).any():
         return frame.iloc[0:0], "no scored unperturbed user turns"
-    return frame, None
+    return frame.merge(_real_users_followup(unperturbed[unperturbed.user_mode == HUMAN_MODE]), on="dataset", how="left"), None
+
+
+REAL_USERS_COLUMNS = ["dataset", "real_users_scored", "real_users_followup_rate", "real_users_followup_lo",
+                      "real_users_followup_hi"]
+"""The real users' follow-up rate per dataset that `followup_vs_temperature` adds to its rows."""
+
+
+def _real_users_followup(human: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, the follow-up rate of the human-reference turns the judge scored (no row when it scored none)."""
+    rows = []
+    for dataset, g in human.groupby("dataset", sort=True):
+        counts = _turn_counts(g)
+        if counts["scored"]:
+            rows.append({"dataset": dataset, "real_users_scored": counts["scored"],
+                         "real_users_followup_rate": counts["followup_rate"],
+                         "real_users_followup_lo": counts["followup_lo"], "real_users_followup_hi": counts["followup_hi"]})
+    return pd.DataFrame(rows, columns=REAL_USERS_COLUMNS)
 
 
 def _paired(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
@@ -265,6 +289,10 @@ def survival(inputs: FigureInputs) -> Built:
 
 FIGURES.figure("tau2-users", "τ² reward vs simulated-user fault rate", draw="testbed.analysis.tau2_figure_drawing:draw_tau2_users",
                needs_labels=False)(tau2_users)
+FIGURES.figure("realism", "Simulated vs real users: discriminator AUC and label-mix JSD per condition",
+               draw="testbed.analysis.realism_figure_drawing:draw_realism")(realism_conditions)
+FIGURES.figure("realism-labels", f"Label mix of first user turns on real contexts, {REAL_USERS} first",
+               draw="testbed.analysis.realism_figure_drawing:draw_realism_labels")(realism_labels)
 
 
 def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[FigureData]:

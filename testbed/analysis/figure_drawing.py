@@ -26,6 +26,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from testbed.analysis.figure_data import FIGURES, FigureData, figure_data  # noqa: E402
 from testbed.analysis.figure_style import SHARE, SIZE, colour_map, heading, save_png  # noqa: E402
 from testbed.analysis.graph_drawing import label_colour  # noqa: E402
+from testbed.analysis.realism_figures import REAL_USERS  # noqa: E402
 from testbed.analysis.survival_drawing import draw_survival  # noqa: E402
 from testbed.judges.taxonomy import taxonomy  # noqa: E402
 from testbed.store import Store  # noqa: E402
@@ -78,9 +79,21 @@ def draw_accuracy_vs_followup(data: FigureData, path: Path) -> None:
     save_png(fig, path)
 
 
+def _real_users_line(ax: plt.Axes, rows: pd.DataFrame, handles: dict, *, with_count: bool) -> None:
+    """The real users' follow-up rate as a horizontal line over its Wilson band, when the panel's dataset has one."""
+    if "real_users_followup_rate" not in rows or rows.real_users_followup_rate.isna().all():
+        return
+    real = rows.iloc[0]
+    ax.axhspan(real.real_users_followup_lo, real.real_users_followup_hi, color="#000000", alpha=0.08, linewidth=0)
+    ax.axhline(real.real_users_followup_rate, color="#000000", linestyle="-.", linewidth=1.2)
+    label = REAL_USERS + (f" (n={int(real.real_users_scored)})" if with_count else "")
+    handles[label] = Line2D([], [], color="#000000", linestyle="-.")
+
+
 def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
     """Follow-up rate against user temperature, one line per user model (× mode when several) with
-    Wilson error bars, lines nudged sideways a little so equal rates stay visible; one panel per dataset."""
+    Wilson error bars, lines nudged sideways a little so equal rates stay visible; one panel per dataset.
+    Where the run holds human references, the real users' rate is a horizontal line (band: Wilson 95 %)."""
     frame = data.frame
     datasets = sorted(set(frame.dataset))
     modes = sorted(set(frame.user_mode))
@@ -103,6 +116,7 @@ def draw_followup_vs_temperature(data: FigureData, path: Path) -> None:
             ax.errorbar(g.temperature + nudge[(model, mode)], g.followup_rate, yerr=_bounds(g, "followup_rate", "followup_lo", "followup_hi"),
                         linestyle=styles[mode], marker="o", color=colours[model], capsize=3, elinewidth=1)
             handles[label] = Line2D([], [], color=colours[model], linestyle=styles[mode], marker="o")
+        _real_users_line(ax, mine, handles, with_count=len(datasets) == 1)
         ax.set_xticks(sorted(set(mine.temperature)))
         ax.set_xlabel("user sampling temperature")
         ax.set_ylim(*SHARE)
