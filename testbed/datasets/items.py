@@ -28,8 +28,11 @@ class DatasetItem:
 
 
 def stable_hash(text: str, length: int = 12) -> str:
-    """First `length` hex digits of the SHA-1 of `text`: a content id independent of row order."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:length]
+    """First `length` hex digits of the SHA-1 of `text`: a content id independent of row order.
+
+    A lone surrogate (valid in JSON, so in a dataset's file) is hashed by its code point rather than refused;
+    every other text hashes exactly as its UTF-8 bytes."""
+    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:length]
 
 
 def user_turn(content: str) -> list[dict[str, str]]:

@@ -88,3 +88,13 @@ def test_contexts_only_apply_to_a_dataset_of_real_conversations():
                                                ("Quiero saber cuál es la mejor opción aquí", False), ("12 + 4", True)])
 def test_the_language_heuristic(text, english):
     assert is_english(text) is english
+
+
+def test_a_lone_surrogate_in_a_record_loads_with_a_stable_id(chats_file):
+    odd = {"id": "sur", "conversations": [{"from": "human", "value": "what is \ud800 here?"}, {"from": "gpt", "value": "A lone half."},
+                                          {"from": "human", "value": "ok thanks"}]}
+    chats_file([odd, conversation(0)])
+    items = load_items("sharegpt")
+    assert [i.reference["conversation"] for i in items] == ["sur", "conv0"]
+    assert items[0].messages[0]["content"] == "what is \ud800 here?"
+    assert [i.item_id for i in load_items("sharegpt")] == [i.item_id for i in items]
