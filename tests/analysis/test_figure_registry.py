@@ -7,15 +7,17 @@ import inspect
 import pandas as pd
 import pytest
 
-from testbed.analysis import figure_data, figure_drawing, tau2_figure_drawing, tau2_figures
+from testbed.analysis import figure_data, figure_drawing, realism_figure_drawing, realism_figures, tau2_figure_drawing, tau2_figures
 from testbed.analysis.figure_registry import Figure, FigureRegistry
 from testbed.registry import UnknownName
 from testbed.store.labels import JudgeIdentity
 
-NAMES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival", "tau2-users")
-BUILDERS = {"tau2-users": tau2_figures.tau2_users}
+NAMES = ("accuracy_vs_followup", "followup_vs_temperature", "perturbation_effects", "failure_modes", "survival", "tau2-users", "realism",
+         "realism-labels")
+BUILDERS = {"tau2-users": tau2_figures.tau2_users, "realism": realism_figures.realism_conditions,
+            "realism-labels": realism_figures.realism_labels}
 """Figures whose builder lives outside figure_data (the τ² figure's, by a name that is no Python name)."""
-DRAWINGS = {"tau2-users": tau2_figure_drawing}
+DRAWINGS = {"tau2-users": tau2_figure_drawing, "realism": realism_figure_drawing, "realism-labels": realism_figure_drawing}
 
 
 def test_the_figures_in_their_order_each_drawn_by_a_function_of_figure_drawing():
