@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from testbed.specs.registries import BACKENDS, registered
@@ -15,6 +16,18 @@ class Strict(BaseModel):
     """Base of every spec model: unknown fields are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    LEFT_OUT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
+    """Fields added after runs were made: dumped only when they differ from their default, so the spec hashes
+    (and run ids) of runs made before them stay."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        out = handler(self)
+        fields = type(self).model_fields
+        for name in self.LEFT_OUT_AT_DEFAULT:
+            if isinstance(out, dict) and getattr(self, name) == fields[name].get_default(call_default_factory=True):
+                out.pop(name, None)
+        return out
 
 
 class SamplingSpec(Strict):
@@ -32,6 +45,8 @@ class ServerSpec(Strict):
     The scale options map onto `vllm serve` flags and are passed only when they differ from vLLM's
     defaults, so a CPU run's command line is the same as without them.
     """
+
+    LEFT_OUT_AT_DEFAULT = ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "tool_call_parser")
 
     max_model_len: int = Field(2048, ge=128)
     """Longest prompt plus completion, in tokens (`--max-model-len`); bounds the KV cache each sequence reserves."""
@@ -106,15 +121,6 @@ class ServerSpec(Strict):
                 raise ValueError(f"{arg!r}: a managed server listens on 127.0.0.1 only | fix: drop it; to serve on another address, start vLLM yourself and set base_url")
         return value
 
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """Scale and tool-calling options at their defaults are left out, so the ids of runs made before these options existed stay."""
-        out = handler(self)
-        for name in ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "tool_call_parser"):
-            if getattr(self, name) == type(self).model_fields[name].default:
-                out.pop(name, None)
-        return out
-
     @property
     def gpus(self) -> int:
         """GPUs one managed server uses (tensor × data parallel): how many devices the replica code gives each copy."""
@@ -137,6 +143,8 @@ class AgentSpec(Strict):
     environment variable named by `api_key_env`. `backend: litellm` reaches any provider litellm
     knows (`model: openai/gpt-4o-mini`, `anthropic/...`), with `base_url` optional.
     """
+
+    LEFT_OUT_AT_DEFAULT = ("base_urls",)
 
     name: str = Field(min_length=1)
     backend: BackendName
@@ -200,14 +208,6 @@ class AgentSpec(Strict):
             if getattr(self, field) is None and not (field == "base_url" and self.base_urls):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """`base_urls` is left out when unset, so the ids of runs made before replicas existed stay."""
-        out = handler(self)
-        if self.base_urls is None:
-            out.pop("base_urls", None)
-        return out
 
     @property
     def managed(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_serializer
+from pydantic import Field, field_validator
 
 from testbed.datasets.catalog import DATASETS
 from testbed.datasets.contexts import ContextSelection
@@ -32,14 +32,7 @@ class ItemSelection(Strict):
     seed: int | None = None
     contexts: ContextSelection | None = None
     """For a dataset of real conversations (sharegpt): depth, language and length caps of its contexts."""
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """`contexts` unset is left out, so the ids of runs made before it existed stay."""
-        out = handler(self)
-        if self.contexts is None:
-            out.pop("contexts", None)
-        return out
+    LEFT_OUT_AT_DEFAULT = ("contexts",)
 
 
 class ProbeScenarioSpec(Strict):
@@ -68,14 +61,7 @@ class ProbeScenarioSpec(Strict):
     regenerate_answer: bool = False
     """On real contexts (sharegpt): the assistant writes its own answer instead of showing the real one; the
     real next turn then answered another message, so it is stored as a weaker reference."""
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """`regenerate_answer` at its default is left out, so the ids of runs made before it existed stay."""
-        out = handler(self)
-        if not self.regenerate_answer:
-            out.pop("regenerate_answer", None)
-        return out
+    LEFT_OUT_AT_DEFAULT = ("regenerate_answer",)
 
     @field_validator("temperatures")
     @classmethod

@@ -45,6 +45,8 @@ class SweepSpec(Strict):
     with a dataset item and refused for one without a dataset field (tau2).
     """
 
+    LEFT_OUT_AT_DEFAULT = ("users", "datasets")
+
     kind: Literal["sweep"]
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -70,14 +72,6 @@ class SweepSpec(Strict):
             raise ValueError("agents repeat | fix: list each agent once")
         return value
 
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """`users` and `datasets` unset are left out, so the ids of sweeps made before they were optional stay."""
-        out = handler(self)
-        for name in ("users", "datasets"):
-            if getattr(self, name) is None:
-                out.pop(name, None)
-        return out
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ class Tau2ScenarioSpec(Strict):
     steps or `max_errors` failed tool calls, and is scored by τ²'s evaluator.
     """
 
+    LEFT_OUT_AT_DEFAULT = ("vary_seeds",)
+
     kind: Literal["tau2"]
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -74,13 +76,6 @@ class Tau2ScenarioSpec(Strict):
         """The dataset name its episodes are stored under (`tau2-<domain>`), the field a probe or dialogue names."""
         return f"tau2-{self.domain}"
 
-    @model_serializer(mode="wrap")
-    def _dump(self, handler):
-        """`vary_seeds` at its default is left out, so the ids of runs made before it existed stay."""
-        out = handler(self)
-        if self.vary_seeds == ["both"]:
-            out.pop("vary_seeds", None)
-        return out
 
     @field_validator("domain")
     @classmethod
