@@ -187,10 +187,18 @@ def draw_failure_modes(data: FigureData, path: Path) -> None:
     several = frame.user_mode.nunique() > 1
     ticks = [f"{r.user_model}{' · ' + r.user_mode if several else ''}\n(n={r.labelled})" for r in frame.itertuples()]
     fig, ax = plt.subplots(figsize=(SIZE[0], max(2.5, 1.2 + 0.55 * len(frame))))
+    label_mix_bars(ax, frame, labels, ticks, "share of labelled unperturbed user turns (0–1)")
+    heading(fig, data.title)
+    save_png(fig, path)
+
+
+def label_mix_bars(ax, frame: pd.DataFrame, labels: list[str], ticks: list[str], xlabel: str) -> None:
+    """One stacked horizontal bar per row of `frame` (its `share_<label>` columns, in `labels` order, the house label
+    colours), top to bottom; shares of 8 % or more printed inside their segment; the legend outside on the right."""
     y = np.arange(len(frame))
     start = np.zeros(len(frame))
     for label in labels:
-        share = frame[f"share_{label}"].to_numpy()
+        share = frame[f"share_{label}"].fillna(0).to_numpy()
         ax.barh(y, share, left=start, color=label_colour(label), edgecolor="white", linewidth=0.6,
                 label=label.replace("_", " "))
         for yi, s, x0 in zip(y, share, start):
@@ -200,11 +208,9 @@ def draw_failure_modes(data: FigureData, path: Path) -> None:
     ax.set_yticks(y, ticks, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of labelled unperturbed user turns (0–1)")
+    ax.set_xlabel(xlabel)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="label (taxonomy order)",
               title_fontsize=7)
-    heading(fig, data.title)
-    save_png(fig, path)
 
 
 def draw_survival_figure(data: FigureData, path: Path) -> None:

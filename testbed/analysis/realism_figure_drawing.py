@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from testbed.analysis.figure_drawing import label_mix_bars  # noqa: E402
 from testbed.analysis.figure_style import SIZE, heading, save_png  # noqa: E402
-from testbed.analysis.graph_drawing import label_colour  # noqa: E402
 from testbed.judges.taxonomy import LABELS  # noqa: E402
 
 AUC_AXIS = (0.4, 1.0)
@@ -67,23 +67,9 @@ def draw_realism_labels(data, path: Path) -> None:
     shares of 8 % or more printed inside their segment, n in each tick label."""
     frame = data.frame
     fig, ax = plt.subplots(figsize=(SIZE[0], _height(len(frame))))
-    y = np.arange(len(frame))
-    start = np.zeros(len(frame))
-    for label in LABELS:
-        share = frame[f"share_{label}"].fillna(0).to_numpy()
-        ax.barh(y, share, left=start, color=label_colour(label), edgecolor="white", linewidth=0.6,
-                label=label.replace("_", " "))
-        for yi, s, x0 in zip(y, share, start):
-            if s >= 0.08:
-                ax.text(x0 + s / 2, yi, f"{s:.0%}", ha="center", va="center", fontsize=7, color="white")
-        start += share
-    ax.set_yticks(y, [f"{r.condition}\n(n={r.labelled})" for r in frame.itertuples()], fontsize=8)
+    label_mix_bars(ax, frame, list(LABELS), [f"{r.condition}\n(n={r.labelled})" for r in frame.itertuples()],
+                   "share of labelled first user turns on real contexts (0–1)")
     ax.get_yticklabels()[0].set_fontweight("bold")
     ax.axhline(0.5, color="#333333", linewidth=1)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of labelled first user turns on real contexts (0–1)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="label (taxonomy order)",
-              title_fontsize=7)
     heading(fig, data.title)
     save_png(fig, path)

@@ -19,8 +19,8 @@ def plot(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder (default plots/<run id>/)")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes and
-    in-role survival; a figure the run cannot support is skipped with the reason."""
+    """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes, in-role
+    survival and, on real contexts, realism; a figure the run cannot support is skipped with the reason."""
     from testbed.analysis.figure_drawing import write_figures
     db = open_store(store, readonly=True)
     run, who = labelled_run(db, run_id, judge)
