@@ -59,20 +59,26 @@ def realism_turns(store: Store, run_id: str, judge: JudgeIdentity | str | None =
 
 
 def run_realism(store: Store, run_id: str, judge: JudgeIdentity | str | None = None, *, seed: int = 0,
-                resamples: int = 1000, embedder=None) -> RunRealism:
-    """The realism table and human baseline of a run (empty when it holds no human reference)."""
+                resamples: int = 1000, embedder=None, closeness: bool = False) -> RunRealism:
+    """The realism table and human baseline of a run (empty when it holds no human reference).
+
+    `closeness` loads the static embedder for the cosine to the real turn, only once the run is known to hold
+    references (a run without any never touches the embedding cache); `embedder` passes one in instead."""
     turns = realism_turns(store, run_id, judge)
     if turns.empty or not (turns.source == REAL_SOURCE).any() or not (turns.source != REAL_SOURCE).any():
         return RunRealism(pd.DataFrame(columns=REALISM_COLUMNS), human_baseline(turns), False)
+    if embedder is None and closeness:
+        embedder = static_embedder()
     weak = bool((turns.user_model[turns.source == REAL_SOURCE] == WEAK_HUMAN_MODEL).any())
     return RunRealism(realism_table(turns, seed=seed, resamples=resamples, embedder=embedder), human_baseline(turns), weak)
 
 
 def static_embedder():
-    """The static MiniLM embedder for closeness to the real turn, or None when its package is not installed."""
+    """The static MiniLM embedder for closeness to the real turn, or None when its package is not installed or its
+    cache cannot be written (a read-only home): the cosine is then n/a, and nothing else changes."""
     from testbed.judges.learned.embedding import EmbeddingUnavailable, default_embedder
 
     try:
         return default_embedder()
-    except EmbeddingUnavailable:
+    except (EmbeddingUnavailable, OSError):
         return None

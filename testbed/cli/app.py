@@ -180,9 +180,9 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
 def print_realism(db, run_id: str, who, fmt: str) -> None:
     """The realism table, when the run holds human-reference episodes (a run over real conversations)."""
     from testbed.analysis.realism_render import as_markdown, as_rich
-    from testbed.analysis.realism_runs import run_realism, static_embedder
+    from testbed.analysis.realism_runs import run_realism
 
-    realism = run_realism(db, run_id, who, embedder=static_embedder())
+    realism = run_realism(db, run_id, who, closeness=True)
     if realism.empty:
         return
     if fmt == "markdown":

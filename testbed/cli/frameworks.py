@@ -106,11 +106,10 @@ def _print_comparison(comparison, fmt: str, db) -> None:
 def _print_realism(comparison, fmt: str, db) -> None:
     """Each framework's simulated users against the real users, when the compared scenario runs over real contexts."""
     from testbed.analysis.realism_render import as_markdown, as_rich
-    from testbed.analysis.realism_runs import run_realism, static_embedder
+    from testbed.analysis.realism_runs import run_realism
 
-    embedder = static_embedder()
     for framework, run_id in comparison.run_ids.items():
-        realism = run_realism(db, run_id, comparison.identities.get(framework), embedder=embedder)
+        realism = run_realism(db, run_id, comparison.identities.get(framework), closeness=True)
         if realism.empty:
             continue
         if fmt == "markdown":
