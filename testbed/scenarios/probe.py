@@ -107,7 +107,7 @@ class ProbeItemRunner:
     async def run(self, item: DatasetItem, variants: list[EpisodeVariant]) -> None:
         """Store a real context's reference episode, generate (or reuse) the answer once, then every pending user-turn variant."""
         base = initial_transcript(self.scenario, item)
-        variants = await emit_references(item, variants, lambda: initial_transcript(self.scenario, item), self._emit)
+        variants = await emit_references(item, variants, lambda: base, self._emit)
         if not variants:
             return
         try:
