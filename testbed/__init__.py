@@ -125,15 +125,17 @@ def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_pro
                                     framework=framework))
 
 
-def judge(store: Any, run_id: str, judge: str = "local", *, model: Any = None, show_progress: bool = False):
-    """Label the run's user turns not yet scored by `judge` (a built-in name or a judge spec path; `model`
+def judge(store: Any, run_id: str, judge: str | None = None, *, model: Any = None, show_progress: bool = False):
+    """Label the run's user turns not yet scored by `judge` (a built-in name or a judge spec path, default the fast
+    `learned` judge; `model`
     rebinds an LLM judge's agent) and return the JudgeSummary; earlier labels stay."""
     import asyncio
 
     from testbed.judges.runner import judge_run
     from testbed.judges.specs import load_judge
+    from testbed.store.labels import DEFAULT_JUDGE
 
-    return asyncio.run(judge_run(_store(store), run_id, load_judge(judge, model=model), show_progress=show_progress))
+    return asyncio.run(judge_run(_store(store), run_id, load_judge(judge or DEFAULT_JUDGE, model=model), show_progress=show_progress))
 
 
 def _store(store: Any):

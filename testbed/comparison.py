@@ -24,7 +24,7 @@ from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.runner import RunSummary, preflight, run_scenario
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import JudgeIdentity, Store
-from testbed.store.labels import default_identity
+from testbed.store.labels import DEFAULT_JUDGE, default_identity
 
 class FrameworkFailed(BackendError):
     """A framework's run, or the judging of it, failed for good: `framework` names which, `reason` is the backend's.
@@ -105,7 +105,7 @@ def preflight_frameworks(scenario: ResolvedScenario, frameworks: Sequence[str]) 
 
 
 async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: Sequence[str] | None = None,
-                         judge: str | Path | ResolvedJudge = "local", *, console: Console | None = None,
+                         judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, *, console: Console | None = None,
                          show_progress: bool = True,
                          on_run: Callable[[FrameworkRun], None] | None = None) -> Comparison:
     """Run (or resume) the scenario once per framework (default: every registered one that runs its kind), in order, with its wire log;
@@ -150,7 +150,7 @@ def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun]) -> Comp
 
 
 def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,
-            judge: str | Path | ResolvedJudge = "local", show_progress: bool = False) -> Comparison:
+            judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, show_progress: bool = False) -> Comparison:
     """`run_comparison` for a notebook or script: blocks until every framework has run and been labelled.
 
     `scenario` is a loaded scenario, or what `load_scenario` takes (then the user modes not every

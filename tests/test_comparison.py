@@ -50,7 +50,7 @@ async def test_one_run_and_one_judging_per_framework_then_the_table_resumed_the_
     assert [r.framework for r in seen] == ["native", "langgraph"] and first.incomplete == []
     assert list(first.frame.framework) == ["native", "langgraph"] and list(first.frame.episodes) == [1, 1]
     assert first.frame.loc[1, "paired_episodes"] == 1 and {s["framework"] for s in first.shapes} == {"native", "langgraph"}
-    assert "-langgraph-" in first.run_ids["langgraph"] and str(first.identities["native"]).startswith("local")
+    assert "-langgraph-" in first.run_ids["langgraph"] and str(first.identities["native"]).startswith("learned")
     assert again.run_ids == first.run_ids and all(r.labelled.scored == 0 and r.summary.skipped == 1 for r in again.runs)
     store.close()
 

@@ -36,7 +36,7 @@ def run(
     run_id: Annotated[Optional[str], typer.Option("--run-id", help="run id (default: scenario name + spec hash, so reruns resume)")] = None,
     store: StoreOpt = None,
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
-    judge: Annotated[bool, typer.Option(help="label the user turns with the local classifier when the run ends")] = True,
+    judge: Annotated[bool, typer.Option(help="label the user turns with the default judge (learned) when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     framework: Annotated[str, typer.Option("--framework", help=f"who runs the turn loop: {' | '.join(FRAMEWORKS.names())}")] = "native",
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes, replacing the scenario's (e.g. instructed)")] = None,
@@ -79,9 +79,10 @@ def run(
     if judge:
         from testbed.judges.runner import judge_run
         from testbed.judges.specs import load_judge
+        from testbed.store.labels import DEFAULT_JUDGE
 
-        labelled = asyncio.run(judge_run(db, summary.run_id, load_judge("local"), show_progress=False))
-        say(f"labelled {labelled.scored} new user turns with the local classifier ({labelled.identity})")
+        labelled = asyncio.run(judge_run(db, summary.run_id, load_judge(DEFAULT_JUDGE), show_progress=False))
+        say(f"labelled {labelled.scored} new user turns with the {DEFAULT_JUDGE} judge ({labelled.identity})")
     if report:
         _print_report(db, summary.run_id, "table")
     if summary.status != "done":
@@ -131,14 +132,14 @@ def runs(store: StoreOpt = None) -> None:
 
 
 def _report_judge(db, run_id: str, selector: str | None):
-    """The labeller whose verdicts the report shows: the one named, else `local` when it labelled the run (the version
-    `default_identity` picks, as every other face does), else none."""
-    from testbed.store.labels import default_identity, resolve_identity
+    """The labeller whose verdicts the report shows: the one named, else reviewed labels, the default judge's or
+    `local`'s, whichever comes first (`fast_identity`, the rule every other face follows), else none."""
+    from testbed.store.labels import fast_identity, resolve_identity
 
     if selector == "none":
         return None
     if selector is None:
-        return default_identity(db, run_id, "local")
+        return fast_identity(db, run_id)
     return resolve_identity(db, run_id, selector)
 
 
@@ -228,7 +229,7 @@ def print_perturbation_effects(db, run_id: str, who) -> None:
 def report(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
-    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels to show (default: local if present; `none` for none)")] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels to show (default: reviewed, else learned, else local labels; `none` for none)")] = None,
     correct_with: Annotated[Optional[Path], typer.Option("--correct-with", help="the judge's error counts on a labelled set (eval-judge --save-error-rates): adds corrected follow-up rates")] = None,
     store: StoreOpt = None,
 ) -> None:

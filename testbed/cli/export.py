@@ -27,7 +27,7 @@ def _where(terms: list[str] | None) -> tuple[tuple[str, str], ...]:
 def export(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     kind: Annotated[str, typer.Option("--as", help="sft: conversations ending in a positive user turn; dpo: positive vs failure pairs")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="whose labels decide: a judge name, name:model, name@version, human:NAME")] = "local",
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels decide: a judge name, name:model, name@version, human:NAME (default: reviewed, else learned, else local labels)")] = None,
     out: Annotated[Path, typer.Option("--out", help="folder for the JSONL and its data card")] = Path("data"),
     label: Annotated[Optional[list[str]], typer.Option("--label", help="positive labels (repeat; default genuine_followup)")] = None,
     failure: Annotated[Optional[list[str]], typer.Option("--failure", help="DPO failure labels (repeat; default every other label)")] = None,
@@ -40,7 +40,7 @@ def export(
     from testbed.datasets.catalog import carries_canary
     from testbed.export.training import ExportError, ExportFilter, training_rows
     from testbed.export.writing import write_export
-    from testbed.store.labels import resolve_identity
+    from testbed.store.labels import labeller_of
 
     db = open_store(store, readonly=True)
     chosen = ExportFilter(tuple(label or ("genuine_followup",)), tuple(failure) if failure else None, user_model, _where(where),
@@ -48,7 +48,7 @@ def export(
     try:
         run = db.run(run_id).run_id
         require_user_turns(db, run)
-        who = resolve_identity(db, run, judge)
+        who = labeller_of(db, run, judge)
         result = training_rows(db, run, kind, who, chosen)
     except (StoreError, ExportError) as exc:
         fail(str(exc))

@@ -14,7 +14,7 @@ from testbed.store.sqlite_store import StoreError
 
 KEPT = "Reviews written before this are kept; run the same command again to continue."
 JUDGE_HELP = "the reviewing model: an agent spec, or an LLM judge spec (its agent and settings)"
-LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (default: local's; none: no drift)"
+LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (default: the run's reviewed, learned or local labels; none: no drift)"
 
 
 @app.command("review-faults")
@@ -31,7 +31,7 @@ def review_faults(
     from testbed.analysis.tau2_faults import flagged_faults
     from testbed.judges.fault_review import load_reviewer
     from testbed.judges.fault_review_run import review_faults as review
-    from testbed.store.labels import default_identity, resolve_identity
+    from testbed.store.labels import fast_identity, resolve_identity
 
     try:
         reviewer = load_reviewer(judge)
@@ -40,7 +40,7 @@ def review_faults(
     db = open_store(store)
     try:
         run = db.run(run_id)["run_id"]
-        drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else default_identity(db, run, "local")
+        drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else fast_identity(db, run)
         faults = flagged_faults(db, run, drift)
         if not faults:
             say(f"run {run} has no flagged user faults in its finished episodes (only a τ² run's can have any): "

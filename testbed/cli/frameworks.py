@@ -13,6 +13,7 @@ from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, ope
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
+from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
 
 COMPARE_FORMATS = ("table", "markdown", "csv", "json")
@@ -42,7 +43,7 @@ def compare(
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes (default: those every framework compared can run)")] = None,
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
     user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user, replacing the scenario's")] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", help="who labels every user turn: local | learned | followup | failure-modes | a judge spec")] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", help="who labels every user turn: learned | local | followup | failure-modes | a judge spec")] = DEFAULT_JUDGE,
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,

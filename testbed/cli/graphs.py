@@ -26,7 +26,7 @@ def episode_named(known: list[str], wanted: str, run_id: str) -> str:
 def graph(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     episode: Annotated[Optional[str], typer.Argument(help="one episode id or unique prefix (default: the run's overview)")] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", help="whose labels: name, name:model, name@version")] = "local",
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels: name, name:model, name@version (default: reviewed, else learned, else local labels)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder (default graphs/<run id>/)")] = None,
     episodes: Annotated[int, typer.Option("--episodes", "-n", min=0, help="episode graphs to draw in the overview, drifted first")] = 6,
     store: StoreOpt = None,

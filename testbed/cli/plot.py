@@ -15,7 +15,7 @@ from testbed.cli.shell import labelled_run
 @app.command()
 def plot(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="whose labels: name, name:model, name@version")] = "local",
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels: name, name:model, name@version (default: reviewed, else learned, else local labels)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder (default plots/<run id>/)")] = None,
     store: StoreOpt = None,
 ) -> None:

@@ -27,7 +27,7 @@ def replay(
     episode: Annotated[Optional[str], typer.Argument(help="open this episode of the run (a unique prefix is enough)")] = None,
     label: Annotated[Optional[str], typer.Option("--label", help="label the run's user turns by hand as human:NAME, judges hidden")] = None,
     seed: Annotated[int, typer.Option(help="seed of the labelling order (the same seed gives every annotator the same order)")] = 0,
-    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark drift (default: local); j cycles in the app")] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark drift (default: reviewed, else learned, else local labels); j cycles in the app")] = None,
     uncertain_first: Annotated[Optional[str], typer.Option("--uncertain-first", help="with --label: the turns this judge (e.g. learned) was least sure of come first")] = None,
     store: StoreOpt = None,
 ) -> None:
@@ -61,14 +61,14 @@ def replay(
         fail("testbed replay needs a terminal; to print one transcript into a pipe use: testbed show-episode RUN EPISODE")
     ReplayApp(db, run, episode_id, annotator=label, seed=seed, judge=who, doubt_of=doubt_of).run()
     if label is not None:
-        console.print(f"labels are stored as human:{label}; compare them with: testbed agree {run} --a local --b human:{label}")
+        console.print(f"labels are stored as human:{label}; compare them with: testbed agree {run} --a learned --b human:{label}")
 
 
 @app.command("show-episode")
 def show_episode(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     episode: Annotated[str, typer.Argument(help="episode id (a unique prefix is enough)")],
-    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark the drift onset (default: local)")] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark the drift onset (default: reviewed, else learned, else local labels)")] = None,
     store: StoreOpt = None,
 ) -> None:
     """Print one transcript with its roles, labels, source edges and drift onset (for pipes and notes)."""

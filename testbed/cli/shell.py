@@ -102,9 +102,10 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         raise KeyboardInterrupt from None
 
 
-def labelled_run(db, run_id: str, judge: str):
-    """The full run id and the labeller a selector names on it; one clear error (with the command that labels the run) otherwise."""
-    from testbed.store.labels import resolve_identity
+def labelled_run(db, run_id: str, judge: str | None):
+    """The full run id and the labeller a selector names on it (None: the one every face shows unasked); one clear
+    error (with the command that labels the run) otherwise."""
+    from testbed.store.labels import DEFAULT_JUDGE, labeller_of
 
     try:
         run = db.run(run_id).run_id
@@ -112,9 +113,9 @@ def labelled_run(db, run_id: str, judge: str):
         fail(str(exc))
     require_user_turns(db, run)
     try:
-        return run, resolve_identity(db, run, judge)
+        return run, labeller_of(db, run, judge)
     except StoreError as exc:
-        name = judge.partition(":")[0].partition("@")[0]
+        name = (judge or DEFAULT_JUDGE).partition(":")[0].partition("@")[0]
         fail(f"{exc}\nLabel the run first: testbed judge {run} --judge {name}")
 
 

@@ -18,6 +18,12 @@ HUMAN = "human"
 """The judge name human annotations are stored under (`human@v1:<annotator>`)."""
 HUMAN_VERSION = "v1"
 """The version human annotations are stored under, whether imported or given in `testbed replay --label`."""
+REVIEWED = "reviewed"
+"""The judge name of reviewed labels (`testbed review`): the review's verdict where there is one, else the fast judge's."""
+DEFAULT_JUDGE = "learned"
+"""The judge that labels a run when none is named (`testbed run`, `judge`, `compare`, `eval-judge`): the fast judge."""
+SHOWN_FIRST = (REVIEWED, DEFAULT_JUDGE, "local")
+"""Labellers a face shows unasked, best first; model judges come after them and humans last."""
 
 LABEL_COLUMNS = ["episode_id", "turn_index", "status", "label", "followup", "reason", "raw"]
 """What `labels_frame` gives per turn: the verdict without who gave it (the caller named them)."""
@@ -58,13 +64,35 @@ def identities(store: Store, run_id: str) -> list[JudgeIdentity]:
 def default_identity(store: Store, run_id: str, judge: str | None = None) -> JudgeIdentity | None:
     """The labeller a run is shown under when none is named (or several match a name), one rule for every face
     (report, replay, plot, graph, export, compare): of the identities that labelled the run (of `judge` only,
-    when given), `local` before model judges before humans, and among those the one whose labels were written last
-    (a newer version of a judge re-labelling the run wins); None when none labelled it."""
+    when given), reviewed labels, then the default judge, then `local` (SHOWN_FIRST), then model judges, then
+    humans, and among equals the one whose labels were written last (a newer version of a judge re-labelling the
+    run wins); None when none labelled it."""
     found = _by_last_label(store, run_id, judge)
     if not found:
         return None
-    rank = {"local": 0, HUMAN: 2}
-    return min(found, key=lambda f: (rank.get(f[0].judge, 1), -f[1]))[0]
+    rank = {name: at for at, name in enumerate(SHOWN_FIRST)} | {HUMAN: len(SHOWN_FIRST) + 1}
+    return min(found, key=lambda f: (rank.get(f[0].judge, len(SHOWN_FIRST)), -f[1]))[0]
+
+
+def fast_identity(store: Store, run_id: str) -> JudgeIdentity | None:
+    """The labeller a report shows unasked: `default_identity`'s pick among SHOWN_FIRST only (model judges and people
+    are shown when named); None when none of those labelled the run."""
+    who = default_identity(store, run_id)
+    if who is not None and who.judge in SHOWN_FIRST:
+        return who
+    found = [default_identity(store, run_id, name) for name in SHOWN_FIRST]
+    return next((f for f in found if f is not None), None)
+
+
+def labeller_of(store: Store, run_id: str, selector: str | None) -> JudgeIdentity:
+    """The identity a selector names (`resolve_identity`), or with None the one shown unasked (`fast_identity`, else
+    any labeller by `default_identity`'s rule); StoreError naming the fix when nobody labelled the run."""
+    if selector is not None:
+        return resolve_identity(store, run_id, selector)
+    found = fast_identity(store, run_id) or default_identity(store, run_id)
+    if found is None:
+        raise StoreError(f"no labels on run {run_id} yet (run `testbed judge {run_id}`)")
+    return found
 
 
 def _by_last_label(store: Store, run_id: str, judge: str | None) -> list[tuple[JudgeIdentity, int]]:

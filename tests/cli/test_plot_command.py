@@ -27,8 +27,8 @@ def invoke(*args: str):
     return runner.invoke(app, list(args), env={"COLUMNS": "200"})
 
 
-def probe(spec_dir, path, verdict, **overrides) -> str:
-    """A scripted probe run stored at `path`, every user turn labelled by rules@1 with `verdict(temperature)`."""
+def probe(spec_dir, path, verdict, judge: bool = True, **overrides) -> str:
+    """A scripted probe run stored at `path`, every user turn labelled by rules@1 with `verdict(temperature)` (unless not `judge`)."""
     store = Store(path)
     scenario = load_scenario(spec_dir(**overrides))
     backends = {"assistant": ScriptedBackend(lambda r: "The answer is 18."),
@@ -36,7 +36,8 @@ def probe(spec_dir, path, verdict, **overrides) -> str:
     summary = asyncio.run(run_scenario(scenario, store, backends=backends, show_progress=False))
     keys = {e.key.episode_id: e.key for e in store.episodes(summary.run_id)}
     rows = [label_row(t.episode_id, t.turn_index, verdict(keys[t.episode_id].temperature)) for t in store.turns(summary.run_id)]
-    write_labels(store, summary.run_id, JUDGE, rows)
+    if judge:
+        write_labels(store, summary.run_id, JUDGE, rows)
     store.close()
     return summary.run_id
 
@@ -90,7 +91,18 @@ def test_unknown_run_and_judge_without_labels_fail_cleanly(judged, tmp_path):
     out = str(tmp_path / "x")
     no_run = invoke("plot", "missing-run", "--store", db, "--out", out)
     assert no_run.exit_code == 2 and no_run.output.startswith("error:") and "not in the store" in no_run.output
-    no_labels = invoke("plot", run_id, "--store", db, "--out", out)
-    assert no_labels.exit_code == 2 and "no labels from 'local'" in no_labels.output
-    assert f"testbed judge {run_id} --judge local" in no_labels.output
+    no_labels = invoke("plot", run_id, "-j", "learned", "--store", db, "--out", out)
+    assert no_labels.exit_code == 2 and "no labels from 'learned'" in no_labels.output
+    assert f"testbed judge {run_id} --judge learned" in no_labels.output
     assert "Traceback" not in no_run.output + no_labels.output
+
+
+def test_without_judge_the_run_s_own_labeller_is_used_and_an_unlabelled_run_names_the_command(judged, spec_dir, tmp_path):
+    db, run_id = judged
+    shown = invoke("plot", run_id, "--store", db, "--out", str(tmp_path / "x"))
+    assert shown.exit_code == 0 and "failure_modes.png" in shown.output, shown.output
+    bare = tmp_path / "bare.sqlite"
+    unlabelled = probe(spec_dir, bare, lambda t: Verdict(None, None, "", raw="unparsed"), temperatures=[0.0], judge=False)
+    refused = invoke("plot", unlabelled, "--store", str(bare), "--out", str(tmp_path / "y"))
+    assert refused.exit_code == 2 and f"no labels on run {unlabelled}" in refused.output, refused.output
+    assert f"testbed judge {unlabelled} --judge learned" in refused.output
