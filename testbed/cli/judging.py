@@ -98,10 +98,13 @@ def eval_judge(
     judge: Annotated[str, typer.Option("--judge", "-j", help="local | learned | learned-1 | followup | failure-modes | a judge spec path")] = "local",
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
+    record: Annotated[bool, typer.Option("--record", help="append the result to judge-evaluations.jsonl in the testbed cache, "
+                                         "so reports show it beside the judge")] = False,
 ) -> None:
     """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
     reference's, for a learned judge the agreement bought by labelling its least sure turns by hand,
-    and last the line `kappa=<κ> f1_followup=<F1> n=<items>`."""
+    and last the line `kappa=<κ> f1_followup=<F1> n=<items>`. With --record the figures are kept, with
+    the set's sha256, as the measured figures behind this judge (testbed.judges.evaluations)."""
     from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
                                              read_gold, run_judge)
     from testbed.judges.learned.doubt import stored_margin
@@ -135,7 +138,21 @@ def eval_judge(
     if save_error_rates is not None:
         rates.save(save_error_rates, judge=resolved.spec.name)
         console.print(f"wrote the error counts to {save_error_rates}")
+    if record:
+        _record(resolved, gold, result, model)
     typer.echo(result.summary_line())
+
+
+def _record(resolved, gold: Path, result, model: str | None) -> None:
+    from testbed.judges.evaluations import record_evaluation
+    from testbed.judges.runner import identity_of
+
+    try:
+        figure = record_evaluation(identity_of(resolved), gold, n=result.n, kappa=result.kappa if result.labels is not None else None,
+                                   followup_f1=result.f1_followup, unscored=result.unscored, agent=model)
+    except OSError as exc:
+        fail(f"could not record the evaluation: {exc}")
+    console.print(f"recorded {figure.judge} on {gold} (sha256 {figure.sha256}) as measured figures", soft_wrap=True)
 
 
 @app.command("import-labels")
