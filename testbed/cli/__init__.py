@@ -7,6 +7,7 @@ from testbed.cli import replay as _replay  # noqa: F401  (registers replay and s
 from testbed.cli import export as _export  # noqa: F401  (registers export)
 from testbed.cli import plot as _plot  # noqa: F401  (registers plot)
 from testbed.cli import fault_review as _fault_review  # noqa: F401  (registers review-faults)
+from testbed.cli import review as _review  # noqa: F401  (registers review)
 from testbed.cli.app import app, main
 
 __all__ = ["app", "main"]

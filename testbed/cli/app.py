@@ -16,6 +16,7 @@ from testbed.backends.base import BackendError
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
+from testbed.store.labels import REVIEWED
 from testbed.store.sqlite_store import StoreError
 from testbed.terminal_text import neutralised
 
@@ -167,6 +168,10 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
                 labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
             for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
                 console.print(table)
+            if who is not None and who.judge == REVIEWED:
+                from testbed.judges.review import decided_line
+
+                say(decided_line(db, meta["run_id"], who))
             print_perturbation_effects(db, meta["run_id"], who)
             print_realism(db, meta["run_id"], who, fmt)
             print_replica_counts(db, meta["run_id"])

@@ -12,6 +12,7 @@ from rich.table import Table
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
+from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
 
 
@@ -27,7 +28,7 @@ def _load_judge(judge: str, model: str | None):
 @app.command()
 def judge(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="local | learned | learned-1 | followup | failure-modes | a judge spec path")] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", help="learned | local | learned-1 | followup | failure-modes | a judge spec path")] = DEFAULT_JUDGE,
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on, replacing the spec's")] = None,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -95,7 +96,7 @@ def agree(
 @app.command("eval-judge")
 def eval_judge(
     gold: Annotated[Path, typer.Argument(help="JSONL with question, assistant, user_turn, label per line", exists=True, dir_okay=False)],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="local | learned | learned-1 | followup | failure-modes | a judge spec path")] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", help="learned | local | learned-1 | followup | failure-modes | a judge spec path")] = DEFAULT_JUDGE,
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
     record: Annotated[bool, typer.Option("--record", help="append the result to judge-evaluations.jsonl in the testbed cache, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -42,8 +42,10 @@ JUDGE_CHUNK = 2000
 
 
 async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console: Console | None = None,
-                    show_progress: bool = True, backend=None, chunk: int = JUDGE_CHUNK) -> JudgeSummary:
-    """Label the run's user turns that this judge has not scored yet; earlier labels stay.
+                    show_progress: bool = True, backend=None, chunk: int = JUDGE_CHUNK,
+                    only: Collection[tuple[str, int]] | None = None) -> JudgeSummary:
+    """Label the run's user turns that this judge has not scored yet (of `only`, when given: a review pays for
+    those turns alone); earlier labels stay.
 
     Turns are read and judged `chunk` at a time, and verdicts written every `commit_every`, so
     memory stays flat however large the run, and a judge that is stopped keeps what it wrote: the
@@ -53,7 +55,8 @@ async def judge_run(store: Store, run_id: str, judge: ResolvedJudge, *, console:
     labeller = make_judge(judge, backend)
     who = labeller.identity
     async with judging_lease(store, run_id, who):
-        return await _judge_unscored(store, run_id, judge, labeller, backend, console, show_progress, chunk)
+        return await _judge_unscored(store, run_id, judge, labeller, backend, console, show_progress, chunk,
+                                     None if only is None else frozenset(only))
 
 
 def lease_key(run_id: str, who: JudgeIdentity) -> str:
@@ -92,12 +95,14 @@ async def _renew(store: Store, key: str) -> None:
 
 
 async def _judge_unscored(store: Store, run_id: str, judge: ResolvedJudge, labeller: Judge, backend, console, show_progress: bool,
-                          chunk: int) -> JudgeSummary:
-    """Label the turns `labeller` has not scored yet (the caller holds the judging lease)."""
+                          chunk: int, only: frozenset[tuple[str, int]] | None = None) -> JudgeSummary:
+    """Label the turns `labeller` has not scored yet, of `only` when given (the caller holds the judging lease)."""
     who = labeller.identity
     done = judged_turns(store, run_id, who, scored_only=True)
     total = todo = 0
     for key in store.turn_keys(run_id):
+        if only is not None and tuple(key) not in only:
+            continue
         total += 1
         todo += tuple(key) not in done
     counts = {"scored": 0, "unscored": 0}
@@ -112,7 +117,8 @@ async def _judge_unscored(store: Store, run_id: str, judge: ResolvedJudge, label
         if todo:
             async with _bound(judge, labeller, backend) as bound:
                 for turns in _chunks(stored_turns(store, run_id), chunk):
-                    pending = [t for t in turns if (t.episode_id, t.turn_index) not in done]
+                    pending = [t for t in turns if (t.episode_id, t.turn_index) not in done
+                               and (only is None or (t.episode_id, t.turn_index) in only)]
                     if pending:
                         await _judge_in_batches(bound, pending, save, progress)
     return JudgeSummary(who, total, total - todo, counts["scored"], counts["unscored"])

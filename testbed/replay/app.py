@@ -104,10 +104,10 @@ class ReplayApp(App):
 
     def __init__(self, store: Store, run_id: str | None = None, episode_id: str | None = None, *,
                  annotator: str | None = None, seed: int = 0, judge: JudgeIdentity | None = None,
-                 doubt_of: JudgeIdentity | None = None) -> None:
+                 doubt_of: JudgeIdentity | None = None, only: frozenset[tuple[str, int]] | None = None) -> None:
         super().__init__()
         self.store, self.start_run, self.start_episode = store, run_id, episode_id
-        self.annotator, self.seed, self.judge, self.doubt_of = annotator, seed, judge, doubt_of
+        self.annotator, self.seed, self.judge, self.doubt_of, self.only = annotator, seed, judge, doubt_of, only
 
     def on_mount(self) -> None:
         """Open on the runs list, or straight on a run, an episode or the labelling screen."""
@@ -130,7 +130,7 @@ class ReplayApp(App):
         from testbed.replay.label_screen import LabelScreen
 
         assert self.annotator is not None
-        self.push_screen(LabelScreen(run_id, self.annotator, self.seed, self.doubt_of))
+        self.push_screen(LabelScreen(run_id, self.annotator, self.seed, self.doubt_of, self.only))
 
     def action_help(self) -> None:
         """Show the keys of the current screen."""

@@ -71,9 +71,10 @@ class LabelScreen(Screen):
     LabelScreen #note.open { display: block; }
     """
 
-    def __init__(self, run_id: str, annotator: str, seed: int, doubt_of: JudgeIdentity | None = None) -> None:
+    def __init__(self, run_id: str, annotator: str, seed: int, doubt_of: JudgeIdentity | None = None,
+                 only: frozenset[tuple[str, int]] | None = None) -> None:
         super().__init__()
-        self.run_id, self.annotator, self.seed, self.doubt_of = run_id, annotator, seed, doubt_of
+        self.run_id, self.annotator, self.seed, self.doubt_of, self.only = run_id, annotator, seed, doubt_of, only
         self.position: int | None = None
         self.skipped: set[int] = set()
         self.note = ""
@@ -95,7 +96,7 @@ class LabelScreen(Screen):
         """Order the turns and show the first one not yet labelled."""
         store = self.app.store  # type: ignore[attr-defined]
         self.session = LabellingSession.open(store, RunCatalog.load(store, self.run_id), self.annotator, self.seed,
-                                              doubt_of=self.doubt_of)
+                                              doubt_of=self.doubt_of, only=self.only)
         self.position = self.session.next_position()
         self.redraw()
 

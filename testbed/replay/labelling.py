@@ -72,14 +72,16 @@ class LabellingSession:
 
     @classmethod
     def open(cls, store: Store, catalog: RunCatalog, name: str, seed: int = 0,
-             doubt_of: JudgeIdentity | None = None) -> "LabellingSession":
+             doubt_of: JudgeIdentity | None = None, only: frozenset[tuple[str, int]] | None = None) -> "LabellingSession":
         """Order the run's judged turns for `name` and read what they labelled before.
 
         With `doubt_of` (a judge that stores its probability, the learned one), the turns it was
-        least sure of come first; the person still never sees its labels.
+        least sure of come first; the person still never sees its labels. With `only` (a review's
+        chosen turns), the queue holds those turns alone.
         """
         who = annotator(name)
-        turns = {(t.episode_id, t.turn_index): t for t in store.turns(catalog.run_id)}
+        turns = {(t.episode_id, t.turn_index): t for t in store.turns(catalog.run_id)
+                 if only is None or (t.episode_id, t.turn_index) in only}
         conditions = {e.key.episode_id: tuple(getattr(e.key, c) for c in CONDITIONS) for e in catalog.episodes}
         order = stratified_order({key: conditions[key[0]] for key in turns}, seed)
         if doubt_of is not None:
