@@ -108,12 +108,16 @@ def per_condition_rates(verdicts: list[Verdict], references: list[str], conditio
 
 
 def error_rates(verdicts: list[Verdict], references: list[str], source: str):
-    """The judge's follow-up sensitivity and specificity counts on these references (testbed.analysis.correction)."""
+    """The judge's follow-up sensitivity and specificity counts on these references (testbed.analysis.correction),
+    with each turn's margin when every scored verdict holds one (the learned judge), for `JudgeErrorRates.within`."""
     from testbed.analysis.correction import JudgeErrorRates
+    from testbed.judges.learned.doubt import stored_margin
 
     t = taxonomy()
-    pairs = [(bool(v.followup), t.is_followup(r)) for v, r in zip(verdicts, references) if v.scored]
-    return JudgeErrorRates.from_pairs([p for p, _ in pairs], [r for _, r in pairs], source)
+    scored = [(v, r) for v, r in zip(verdicts, references) if v.scored]
+    margins = [stored_margin(v.raw) for v, _ in scored]
+    return JudgeErrorRates.from_pairs([bool(v.followup) for v, _ in scored], [t.is_followup(r) for _, r in scored], source,
+                                      margins if scored and all(m is not None for m in margins) else None)
 
 
 HAND_SHARES = (0.0, 0.1, 0.2, 0.3, 0.5)

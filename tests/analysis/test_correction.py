@@ -136,3 +136,70 @@ def test_the_table_report_shows_corrected_rates_and_one_model_column_for_self_pl
     assert headers[0] == SELF_PLAY and "user" not in headers and "corrected (95% CI)" in headers
     mixed = pd.DataFrame([{**base, "assistant_model": "small", "user_model": "big"}, {**base, "assistant_model": "big", "user_model": "big"}])
     assert [c.header for c in as_rich_tables(mixed, "run")[0].columns][:1] == ["assistant"]
+
+
+DEV = JudgeErrorRates(36, 19, 312, 23, "dev")
+"""The learned judge's counts on the gold dev set."""
+
+
+def test_no_follow_ups_in_fifty_turns_gives_an_interval_from_zero_with_a_real_width():
+    out = corrected_rate(0, 50, DEV)
+    assert out.informative and out.lo == 0.0 < out.corrected < out.hi
+    assert 0.05 < out.hi < 0.2, "fifty turns cannot rule out a share of a few percent"
+
+
+def test_every_count_of_a_short_run_gives_an_interval_of_real_width_holding_its_median():
+    for x in range(16):
+        out = corrected_rate(x, 15, DEV)
+        assert 0.0 <= out.lo <= out.corrected <= out.hi <= 1.0 and out.hi - out.lo > 0.05, (x, out)
+    assert corrected_rate(15, 15, DEV).hi == 1.0 and corrected_rate(0, 15, DEV).lo == 0.0
+
+
+def test_a_run_of_nothing_is_not_corrected_and_a_seed_repeats():
+    empty = corrected_rate(0, 0, DEV)
+    assert not empty.informative and math.isnan(empty.lo) and math.isnan(empty.hi) and math.isnan(empty.observed)
+    assert corrected_rate(7, 80, DEV, seed=3) == corrected_rate(7, 80, DEV, seed=3)
+
+
+def _beta_hpd(a: float, b: float, level: float = 0.95) -> tuple[float, float]:
+    """The shortest interval holding `level` of Beta(a, b), searched over its lower tail."""
+    from scipy.stats import beta
+
+    tails = np.linspace(0.0, 1.0 - level, 2001)
+    lo, hi = beta.ppf(tails, a, b), beta.ppf(tails + level, a, b)
+    k = int(np.argmin(hi - lo))
+    return float(lo[k]), float(hi[k])
+
+
+@pytest.mark.parametrize("x, n", [(0, 50), (5, 50), (30, 200)])
+def test_a_reviewer_taken_as_right_on_every_turn_gives_the_plain_binomial_posterior(x, n):
+    from scipy.stats import beta
+
+    from testbed.analysis.correction import reviewed_rate
+
+    out = reviewed_rate((0, 0, DEV), (x, n, None))
+    lo, hi = _beta_hpd(x + 1, n - x + 1)
+    assert out.observed == x / n and out.lo == pytest.approx(lo, abs=0.01) and out.hi == pytest.approx(hi, abs=0.01)
+    assert out.corrected == pytest.approx(float(beta.median(x + 1, n - x + 1)), abs=0.003)
+
+
+def test_a_review_of_no_turns_is_the_fast_judges_correction_and_the_parts_are_weighted_by_turns():
+    from testbed.analysis.correction import reviewed_rate
+
+    alone, fast = reviewed_rate((6, 100, DEV), (0, 0, None)), corrected_rate(6, 100, DEV)
+    assert alone.lo == pytest.approx(fast.lo, abs=0.01) and alone.hi == pytest.approx(fast.hi, abs=0.01)
+    mixed = reviewed_rate((0, 90, DEV), (10, 10, None))
+    assert mixed.observed == 0.1 and mixed.lo > 0.05, "a tenth of the turns all follow-ups put a floor under the whole"
+    assert reviewed_rate((0, 0, DEV), (0, 0, None)).informative is False
+    assert reviewed_rate((3, 40, JudgeErrorRates(5, 5, 5, 5, "chance")), (1, 10, None)).informative is False
+
+
+def test_within_a_margin_band_counts_only_the_surer_turns_and_says_so():
+    rates = JudgeErrorRates.from_pairs([True, True, False, False, True], [True, False, True, False, True], "gold",
+                                       margins=[0.9, 0.05, 0.4, 0.6, 0.2])
+    band = rates.within(0.3)
+    assert (band.true_positives, band.false_negatives, band.true_negatives, band.false_positives) == (1, 1, 1, 0)
+    assert band.source == "gold, margin ≥ 0.3" and [m for m, _, _ in band.turns] == [0.9, 0.4, 0.6]
+    assert rates.within(0.0) == JudgeErrorRates(2, 1, 1, 1, "gold, margin ≥ 0", rates.turns)
+    with pytest.raises(ValueError, match=r"hold no per-turn margins.*--judge learned --save-error-rates FILE"):
+        JudgeErrorRates(2, 1, 1, 1, "gold").within(0.3)

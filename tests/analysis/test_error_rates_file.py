@@ -79,3 +79,37 @@ def test_report_refuses_a_bad_file_with_the_message_it_always_gave(tmp_path, mon
     with pytest.raises(Failed) as caught:
         cli_app._error_rates(bad)
     assert caught.value.args == (f"--correct-with {bad}: not error counts (KeyError: 'true_positives'); {FIX}", 2)
+
+
+def test_per_turn_margins_are_saved_one_line_each_and_read_back(tmp_path):
+    rates = JudgeErrorRates.from_pairs([True, False, False], [True, True, False], "dev", margins=[0.5, 0.25, 0.125])
+    path = tmp_path / "rates.json"
+    rates.save(path, judge="learned")
+    text = path.read_text()
+    assert '    [0.25, false, true],\n' in text and json.loads(text)["turns"] == [[0.5, True, True], [0.25, False, True],
+                                                                              [0.125, False, False]]
+    assert JudgeErrorRates.load(path) == rates and JudgeErrorRates.load(path).turns[1] == (0.25, False, True)
+
+
+@pytest.mark.parametrize(("turns", "detail"), [
+    ('"many"', "turns: a str, not a list"),
+    ('[[0.5, true]]', "turns[0]: [0.5, true] is not [margin, predicted, reference]"),
+    ('[[0.5, true, true], ["x", true, false]]', 'turns[1]: ["x", true, false] is not'),
+    ('[[0.5, 1, true]]', "turns[0]: [0.5, 1, true] is not"),
+    ('[[0.5, true, true]]', "the per-turn verdicts do not add up to the four counts"),
+])
+def test_malformed_turns_are_named(tmp_path, turns, detail):
+    path = tmp_path / "bad.json"
+    path.write_text('{"true_positives": 1, "false_negatives": 0, "true_negatives": 1, "false_positives": 0, "turns": ' + turns + "}")
+    with pytest.raises(BadErrorRates) as caught:
+        JudgeErrorRates.load(path)
+    assert caught.value.field == "turns" and detail in str(caught.value) and str(caught.value).endswith(FIX)
+
+
+def test_the_dev_file_holds_a_margin_for_every_turn_and_bands_by_it():
+    rates = JudgeErrorRates.load(REPO / "judges" / "models" / "learned-2.dev-error-rates.json")
+    assert (rates.true_positives, rates.false_negatives, rates.true_negatives, rates.false_positives) == (36, 19, 312, 23)
+    assert len(rates.turns) == 390
+    cut = sorted(m for m, _, _ in rates.turns)[len(rates.turns) // 5]
+    sure = rates.within(cut)
+    assert 300 <= len(sure.turns) <= 320 and sure.sensitivity + sure.specificity > rates.sensitivity + rates.specificity
