@@ -168,10 +168,8 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
                 labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
             for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
                 console.print(table)
-            if who is not None and who.judge == REVIEWED:
-                from testbed.judges.review import decided_line
-
-                say(decided_line(db, meta["run_id"], who))
+            if who is not None:
+                _print_judge_figures(db, meta["run_id"], who)
             print_perturbation_effects(db, meta["run_id"], who)
             print_realism(db, meta["run_id"], who, fmt)
             print_replica_counts(db, meta["run_id"])
@@ -181,6 +179,18 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
             sys.stdout.write(render(frame, fmt) + "\n")
             if fmt == "markdown":
                 print_realism(db, meta["run_id"], who, fmt)
+
+
+def _print_judge_figures(db, run_id: str, who) -> None:
+    """What share each stage of reviewed labels decided, and the measured figures behind each judge the labels came from."""
+    from testbed.judges.evaluations import figures_line
+    from testbed.judges.review import decided_line, stages
+    from testbed.store.labels import HUMAN
+
+    if who.judge == REVIEWED:
+        say(decided_line(db, run_id, who))
+    for stage in stages(who):
+        say("  " + (f"{stage}: a person, taken as right" if stage.judge == HUMAN else figures_line(stage)))
 
 
 def print_realism(db, run_id: str, who, fmt: str) -> None:

@@ -144,3 +144,11 @@ def decided_line(store: Store, run_id: str, identity: JudgeIdentity) -> str:
     if counts[PENDING]:
         line += f", {counts[PENDING] / n:.0%} chosen for review but not reviewed yet (fast verdict kept)"
     return line + f" of {sum(counts.values())} turns"
+
+
+def stages(identity: JudgeIdentity) -> tuple[JudgeIdentity, ...]:
+    """The judges behind a labeller: a reviewed identity's fast judge and reviewer, any other identity itself."""
+    if identity.judge != REVIEWED:
+        return (identity,)
+    fast, _, _ = identity.version.rpartition("/")
+    return JudgeIdentity.parse(fast), JudgeIdentity.parse(identity.model)

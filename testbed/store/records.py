@@ -113,6 +113,13 @@ class JudgeIdentity:
     def __str__(self) -> str:
         return f"{self.judge}@{self.version}" + (f":{self.model}" if self.model else "")
 
+    @classmethod
+    def parse(cls, text: str) -> "JudgeIdentity":
+        """The identity `str` wrote (`judge@version[:model]`), for one whose version holds no `@` or `:`."""
+        judge, _, rest = text.partition("@")
+        version, _, model = rest.partition(":")
+        return cls(judge, version, model)
+
 
 @dataclass(frozen=True)
 class LabelRow:
