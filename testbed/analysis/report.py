@@ -11,7 +11,7 @@ from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.specs.registries import KINDS, REPORTS, ReportEntry
 from testbed.store import Store
-from testbed.store.labels import JudgeIdentity
+from testbed.store.labels import REVIEWED, JudgeIdentity
 
 GROUP = CONDITIONS
 
@@ -34,7 +34,13 @@ def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, 
     run = store.find_run(run_id)
     kind = KINDS.entry(run.kind if run is not None else KINDS.names()[0])
     frame = REPORTS.entry(kind.report).build(store, run_id, judge)
-    return with_corrected_rates(frame, correction) if correction is not None and judge is not None else frame
+    if correction is None or judge is None:
+        return frame
+    if judge.judge == REVIEWED:
+        from testbed.analysis.review_correction import with_reviewed_corrected_rates
+
+        return with_reviewed_corrected_rates(frame, store, run_id, judge, correction)
+    return with_corrected_rates(frame, correction)
 
 
 def with_corrected_rates(frame: pd.DataFrame, rates) -> pd.DataFrame:

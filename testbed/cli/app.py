@@ -160,11 +160,17 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
     rates = _error_rates(correct_with) if correct_with is not None else None
     if rates is not None and who is None:
         fail(f"--correct-with needs judge labels on run {meta['run_id']}: run `testbed judge` first, or name one with --judge")
+    if rates is not None and who.judge == REVIEWED and not rates.turns:
+        fail(f"--correct-with {correct_with}: these error counts hold no per-turn margins, so the fast judge's errors within "
+             f"the band it decided for {who} cannot be measured; use judges/models/learned-2.dev-error-rates.json or re-save "
+             "them with `testbed eval-judge GOLD --judge learned --save-error-rates FILE`")
     with shared_reads():
         frame = report_frame(db, meta["run_id"], who, rates)
         if fmt == "table":
             labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
-            if rates is not None:
+            if rates is not None and who.judge == REVIEWED:
+                labelled += f"; the fast judge's part corrected for its errors on {rates.source} within the band it decided"
+            elif rates is not None:
                 labelled += f"; corrected for its errors on {rates.source} (se {rates.sensitivity:.2f}, sp {rates.specificity:.2f})"
             for table in as_rich_tables(frame, f"{meta['run_id']} ({meta['status']}{labelled})"):
                 console.print(table)

@@ -109,3 +109,30 @@ def test_review_by_a_person_without_a_terminal_keeps_the_fast_verdicts_pending(s
     assert "3 chosen but not reviewed yet" in out.output and "9 (75%) by learned@" in out.output
     bad = cli.invoke(app, ["review", run_id, "--by", "human:b:c", "--no-app", "--store", str(store.path)])
     assert bad.exit_code == 2 and "annotator name" in bad.output
+
+
+def test_reviewed_rates_are_corrected_stage_by_stage_with_the_fast_judges_band(spec_dir, store, tmp_path):
+    run_id, _ = asyncio.run(learned_run(spec_dir, store))
+    judge_agent = tmp_path / "judge-model.yaml"
+    judge_agent.write_text(yaml.safe_dump({"name": "scripted-judge", "backend": "scripted", "model": "scripted-judge",
+                                           "outputs": ['{"label": "genuine_followup", "reason": "scripted"}'], "concurrency": 1}))
+    db = str(store.path)
+    assert cli.invoke(app, ["review", run_id, "--by", "failure-modes", "--model", str(judge_agent), "--share", "0.5",
+                            "--store", db]).exit_code == 0
+    dev = "judges/models/learned-2.dev-error-rates.json"
+    out = cli.invoke(app, ["report", run_id, "--store", db, "-f", "json", "--correct-with", dev])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert round(sum(r["reviewed_share"] * r["judged"] for r in rows)) == 6, "the share the review decided, per condition"
+    for row in rows:
+        assert row["corrected_lo"] <= row["followup_corrected"] <= row["corrected_hi"]
+        assert row["corrected_hi"] - row["corrected_lo"] > 0.1, "three turns per condition leave a wide interval"
+        assert "margin ≥" in row["corrected_with"], "the fast part is corrected with its errors within its band"
+        assert row["corrected_with"].endswith("taken as right (its errors are not measured here)")
+    shown = cli.invoke(app, ["report", run_id, "--store", db, "--correct-with", dev])
+    assert "fast judge's part corrected for its errors on ../shared/gold/dev.jsonl within the band it decided" in " ".join(shown.output.split())
+
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"true_positives": 36, "false_negatives": 19, "true_negatives": 312, "false_positives": 23}))
+    refused = cli.invoke(app, ["report", run_id, "--store", db, "--correct-with", str(bare)])
+    assert refused.exit_code == 2 and "hold no per-turn margins" in refused.output and "--save-error-rates" in refused.output
