@@ -107,6 +107,52 @@ def per_condition_rates(verdicts: list[Verdict], references: list[str], conditio
     return out
 
 
+def with_corrected_conditions(table: pd.DataFrame, rates) -> pd.DataFrame:
+    """`per_condition_rates` with each condition's judge rate corrected for the judge's errors measured elsewhere
+    (`rates`, e.g. the trainer's cross-validated counts), its 95% interval, and whether that interval covers the
+    reference rate: the check that corrected intervals are honest on labelled turns they were not measured on."""
+    from testbed.analysis.correction import corrected_rate
+
+    out = table.copy()
+    fixed = [corrected_rate(round(r.judge_rate * r.turns), int(r.turns), rates) for r in table.itertuples()]
+    out["corrected"] = [c.corrected for c in fixed]
+    out["corrected_lo"] = [c.lo for c in fixed]
+    out["corrected_hi"] = [c.hi for c in fixed]
+    out["covers"] = (out.corrected_lo <= out.reference_rate) & (out.reference_rate <= out.corrected_hi)
+    return out
+
+
+def reviewed_conditions(verdicts: list[Verdict], references: list[str], conditions: list[dict], share: float,
+                        rates) -> pd.DataFrame:
+    """Per condition, the follow-up rate of reviewed labels when the least sure `share` of the scored turns take the
+    reference label (the reviewer taken as right), corrected as `report --judge reviewed --correct-with` does: the fast
+    judge's part with `rates` within the margin band it decided, the reviewed part as it is; and whether the
+    interval covers the reference rate. Needs a margin on every verdict (the learned judge)."""
+    from testbed.analysis.correction import reviewed_rate
+    from testbed.judges.learned.doubt import stored_margin
+
+    t = taxonomy()
+    scored = [(v, r, c, stored_margin(v.raw)) for v, r, c in zip(verdicts, references, conditions) if v.scored]
+    order = sorted(range(len(scored)), key=lambda i: scored[i][3])
+    k = round(share * len(scored))
+    chosen = set(order[:k])
+    cutoff = scored[order[k]][3] if k < len(scored) else math.inf
+    band = rates.within(cutoff) if math.isfinite(cutoff) else rates
+    rows = [{**c, "reviewed": i in chosen, "reference": t.is_followup(r), "verdict": t.is_followup(r) if i in chosen else bool(v.followup)}
+            for i, (v, r, c, _) in enumerate(scored)]
+    frame = pd.DataFrame(rows)
+    out = []
+    for key, group in frame.groupby(list(CONDITION_FIELDS), dropna=False):
+        fast, review = group[~group.reviewed], group[group.reviewed]
+        rate = reviewed_rate((int(fast.verdict.sum()), len(fast), band), (int(review.verdict.sum()), len(review), None))
+        out.append({**dict(zip(CONDITION_FIELDS, key)), "turns": len(group), "reviewed_share": len(review) / len(group),
+                    "reference_rate": group.reference.mean(), "reviewed_rate": group.verdict.mean(), "corrected": rate.corrected,
+                    "corrected_lo": rate.lo, "corrected_hi": rate.hi})
+    table = pd.DataFrame(out)
+    table["covers"] = (table.corrected_lo <= table.reference_rate) & (table.reference_rate <= table.corrected_hi)
+    return table
+
+
 def error_rates(verdicts: list[Verdict], references: list[str], source: str):
     """The judge's follow-up sensitivity and specificity counts on these references (testbed.analysis.correction),
     with each turn's margin when every scored verdict holds one (the learned judge), for `JudgeErrorRates.within`."""
@@ -120,7 +166,7 @@ def error_rates(verdicts: list[Verdict], references: list[str], source: str):
                                       margins if scored and all(m is not None for m in margins) else None)
 
 
-HAND_SHARES = (0.0, 0.1, 0.2, 0.3, 0.5)
+HAND_SHARES = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5)
 """Shares of the turns, least sure first, that `hand_labelling_curve` gives to people."""
 
 

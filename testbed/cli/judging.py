@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.app import StoreOpt, _error_rates, app, console, fail, open_store, run_async
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE
@@ -101,16 +101,29 @@ def eval_judge(
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
     record: Annotated[bool, typer.Option("--record", help="append the result to judge-evaluations.jsonl in the testbed cache, "
                                          "so reports show it beside the judge")] = False,
+    correct_with: Annotated[Optional[Path], typer.Option("--correct-with", help="error counts measured on other turns "
+                            "(e.g. judges/models/learned-2.cv-error-rates.json): correct each condition's rate and say "
+                            "whether its interval covers the reference rate")] = None,
+    review_share: Annotated[Optional[float], typer.Option("--review-share", min=0.0, max=1.0, help="with --correct-with: "
+                            "the least sure share of turns take the reference label, as `testbed review` would send them, "
+                            "and each condition's reviewed rate is corrected as the report corrects it")] = None,
 ) -> None:
     """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
     reference's, for a learned judge the agreement bought by labelling its least sure turns by hand,
-    and last the line `kappa=<κ> f1_followup=<F1> n=<items>`. With --record the figures are kept, with
+    and last the line `kappa=<κ> f1_followup=<F1> n=<items>`. With --correct-with each condition's rate is
+    corrected with error counts measured elsewhere and checked against the reference, and with --review-share
+    so is the rate of reviewed labels (the reference as reviewer). With --record the figures are kept, with
     the set's sha256, as the measured figures behind this judge (testbed.judges.evaluations)."""
     from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
-                                             read_gold, run_judge)
+                                             read_gold, reviewed_conditions, run_judge,
+                                             with_corrected_conditions)
     from testbed.judges.learned.doubt import stored_margin
 
     resolved = _load_judge(judge, model)
+    correction = _error_rates(correct_with) if correct_with is not None else None
+    if review_share is not None and (correction is None or not correction.turns):
+        fail("--review-share needs --correct-with error counts that hold per-turn margins (the trainer's "
+             "judges/models/learned-2.cv-error-rates.json, or a file eval-judge --save-error-rates wrote for the learned judge)")
     try:
         rows = read_gold(gold)
     except SpecError as exc:
@@ -124,9 +137,22 @@ def eval_judge(
     if result.labels is not None:
         console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
     table = per_condition_rates(verdicts, references, gold_conditions(gold))
-    if len(table) > 1:
-        console.print("follow-up rate per condition (reference beside judge):")
+    if correction is not None:
+        table = with_corrected_conditions(table, correction)
+    if len(table) > 1 or correction is not None:
+        console.print("follow-up rate per condition (reference beside judge"
+                      + (f", corrected with {correction.source}):" if correction is not None else "):"), soft_wrap=True)
         console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+    if correction is not None:
+        console.print(f"corrected 95% intervals cover the reference rate in {int(table.covers.sum())} of {len(table)} conditions")
+    if review_share is not None:
+        if not all(stored_margin(v.raw) is not None for v in verdicts if v.scored):
+            fail(f"--review-share needs a judge that stores its margin (--judge learned), not {judge}")
+        reviewed = reviewed_conditions(verdicts, references, gold_conditions(gold), review_share, correction)
+        console.print(f"reviewed labels per condition, the least sure {review_share:.0%} taking the reference label "
+                      f"(fast part corrected with {correction.source} within its band):", soft_wrap=True)
+        console.print(reviewed.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+        console.print(f"reviewed 95% intervals cover the reference rate in {int(reviewed.covers.sum())} of {len(reviewed)} conditions")
     judged = [(v, r) for v, r in zip(verdicts, references) if v.scored and v.label is not None]
     margins = [stored_margin(v.raw) for v, _ in judged]
     if judged and all(m is not None for m in margins):

@@ -127,11 +127,35 @@ def test_eval_judge_of_a_learned_judge_shows_what_hand_labelling_its_least_sure_
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("agreement if the least sure turns are labelled by hand"))
-    rows = [line.split() for line in lines[start + 2:start + 7]]
-    assert [r[1] for r in rows] == ["0", "6", "11", "17", "28"], "10/20/30/50 % of 57 turns"
+    rows = [line.split() for line in lines[start + 2:start + 9]]
+    assert [r[1] for r in rows] == ["0", "6", "11", "14", "17", "23", "28"], "10/20/25/30/40/50 % of 57 turns"
     summary = dict(part.split("=") for part in lines[-1].split())
     assert float(rows[0][2]) == pytest.approx(float(summary["kappa"]), abs=5e-4), "no hand labels: the judge's own κ"
     kappas = [float(r[2]) for r in rows]
     assert kappas == sorted(kappas) and kappas[-1] > kappas[0], "each hand label can only fix a turn"
     local = cli.invoke(app, ["eval-judge", "--judge", "local", str(REPO / "tests/fixtures/labelled-turns.jsonl")])
     assert "least sure" not in local.stdout, "the rules store no probability, so there is no curve"
+
+
+def test_eval_judge_checks_corrected_and_reviewed_intervals_against_the_reference_rate(tmp_path):
+    from helpers import REPO
+
+    gold = str(REPO / "tests/fixtures/labelled-turns.jsonl")
+    dev = str(REPO / "judges/models/learned-2.dev-error-rates.json")
+    out = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--correct-with", dev, "--review-share", "0.25"])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    covered = [line for line in lines if " 95% intervals cover the reference rate in " in line]
+    assert [line.split()[0] for line in covered] == ["corrected", "reviewed"] and all(line.endswith(" of 1 conditions") for line in covered)
+    start = next(i for i, line in enumerate(lines) if line.startswith("reviewed labels per condition, the least sure 25%"))
+    header, row = lines[start + 1].split(), lines[start + 2].split()
+    values = dict(zip(header, row))
+    assert values["turns"] == "57" and values["reviewed_share"] == "0.25" and values["covers"] in ("True", "False")
+    assert float(values["corrected_lo"]) <= float(values["corrected"]) <= float(values["corrected_hi"])
+
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"true_positives": 3, "false_negatives": 1, "true_negatives": 9, "false_positives": 1}')
+    refused = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--correct-with", str(bare), "--review-share", "0.2"])
+    assert refused.exit_code == 2 and "per-turn margins" in refused.output
+    rules = cli.invoke(app, ["eval-judge", "--judge", "local", gold, "--correct-with", dev, "--review-share", "0.2"])
+    assert rules.exit_code == 2 and "stores its margin (--judge learned), not local" in rules.output
