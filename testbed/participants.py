@@ -134,7 +134,7 @@ class Assistant:
         """Generate the assistant's next message."""
         s = self.agent.spec.sampling
         request = GenerateRequest(self.view(transcript), temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
-                                  seed=s.seed)
+                                  seed=s.seed, conversation=transcript.conversation)
         completion = await self.backend.generate(request)
         return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
                        completion.usage, completion.finish_reason)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import secrets
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,6 +97,28 @@ class Message:
         return {"role": self.role, "content": text}
 
 
+class ConversationId:
+    """Which conversation a request belongs to: one per transcript, never sent to a model.
+
+    A per-episode agent (testbed.agent_protocol) keys its state by it: the object lives as long as its
+    transcript, so state held in a weak mapping from it goes with the episode; `str()` gives an id unique
+    across processes (what an HTTP agent is sent as `episode_id`).
+    """
+
+    __slots__ = ("value", "__weakref__")
+    _COUNTER = itertools.count()
+    _PROCESS = secrets.token_hex(4)
+
+    def __init__(self) -> None:
+        self.value = f"{self._PROCESS}-{next(self._COUNTER)}"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"ConversationId({self.value!r})"
+
+
 @dataclass
 class Transcript:
     """The ordered messages of one episode; append-only while the episode runs.
@@ -107,6 +131,8 @@ class Transcript:
     messages: list[Message] = field(default_factory=list)
     _tally: tuple[int, Message | None, int, int] = field(default=(0, None, 0, 0), init=False, repr=False, compare=False)
     """(messages counted, the last one counted, user messages, completion tokens generated) among them."""
+    conversation: ConversationId = field(default_factory=ConversationId, init=False, repr=False, compare=False)
+    """This conversation's identity, which an assistant's requests carry (GenerateRequest.conversation)."""
 
     def append(self, message: Message) -> None:
         """Add the next message; its turn index must follow the last one."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from testbed.transcript import ToolCall, Usage
+from testbed.transcript import ConversationId, ToolCall, Usage
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class GenerateRequest:
     tools: list[dict[str, Any]] | None = None
     """OpenAI tool schemas the model may call (sent with `tool_choice: auto`); None: a plain chat turn."""
     extra: dict[str, Any] = field(default_factory=dict)
+    conversation: ConversationId | None = None
+    """The conversation (episode) an assistant's request belongs to, so an agent that keeps state per episode
+    (testbed.backends.python_agent) finds its own; a model backend never sends it."""
 
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters as stored beside the generated message."""

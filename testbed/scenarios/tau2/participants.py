@@ -78,7 +78,7 @@ class ToolAssistant:
         """The assistant's next message: text, or tool calls for the environment."""
         s = self.sampling
         request = GenerateRequest(self._view.of(transcript), temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
-                                  seed=s.seed_for(transcript), tools=self.tools or None)
+                                  seed=s.seed_for(transcript), tools=self.tools or None, conversation=transcript.conversation)
         completion = await self.backend.generate(request)
         return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
                        completion.usage, completion.finish_reason, tool_calls=completion.tool_calls)
