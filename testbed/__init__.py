@@ -19,6 +19,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from testbed.backends.agent_protocol import Agent, AgentMessage, AgentTurn
     from testbed.analysis.perturbation import perturbation_effects
     from testbed.analysis.report import report_frame
     from testbed.analysis.run_graphs import RunGraphs, draw_run_graphs
@@ -63,11 +64,14 @@ _API = {
     "Transcript": "testbed.transcript:Transcript",
     "Message": "testbed.transcript:Message",
     "TerminationReason": "testbed.orchestrator:TerminationReason",
+    "Agent": "testbed.backends.agent_protocol:Agent",
+    "AgentTurn": "testbed.backends.agent_protocol:AgentTurn",
+    "AgentMessage": "testbed.backends.agent_protocol:AgentMessage",
 }
 """Public name → `module:attribute`, imported on first use (module `__getattr__`), so `import testbed` stays cheap."""
 
 __all__ = [
-    "Comparison", "Message", "RunGraphs", "RunSummary", "Store", "TerminationReason", "Transcript",
+    "Agent", "AgentMessage", "AgentTurn", "Comparison", "Message", "RunGraphs", "RunSummary", "Store", "TerminationReason", "Transcript",
     "compare", "default_identity", "draw_run_graphs", "episodes_df", "import_human_labels", "judge", "labels_df", "load_agent",
     "load_comparable", "load_scenario", "load_sweep", "messages_df", "open_store", "perturbation_effects",
     "report_frame", "run", "run_comparison", "run_scenario", "run_sweep", "turns_df",

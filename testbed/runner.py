@@ -27,7 +27,7 @@ from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
-from testbed.specs.registries import KINDS
+from testbed.specs.registries import BACKENDS, KINDS
 from testbed.store import EpisodeOutcome, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
@@ -64,6 +64,9 @@ def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
         problem = managed_model_problem(agent.spec)
         if problem:
             raise SpecError(agent.path, "model", problem, "use `embedded`, a folder with the model, or download it first")
+        check = BACKENDS.entry(agent.spec.backend).check
+        if check is not None and (found := check(agent.spec)) is not None:
+            raise SpecError(agent.path, *found)
     if "raw" in scenario.spec.user_modes and not capabilities_of(scenario.user.spec).continue_user_turn:
         raise SpecError(
             scenario.path, "user_modes",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from testbed.specs.registries import BACKENDS, registered
@@ -144,7 +144,7 @@ class AgentSpec(Strict):
     knows (`model: openai/gpt-4o-mini`, `anthropic/...`), with `base_url` optional.
     """
 
-    LEFT_OUT_AT_DEFAULT = ("base_urls",)
+    LEFT_OUT_AT_DEFAULT = ("base_urls", "callable", "options", "url")
 
     name: str = Field(min_length=1)
     backend: BackendName
@@ -165,8 +165,34 @@ class AgentSpec(Strict):
     server: ServerSpec = ServerSpec()
     capabilities: CapabilitiesSpec | None = None
     outputs: list[str] | None = None
+    callable: str | None = None
+    """`backend: python`: the agent as `package.module:name`, an async function or a class with an async
+    `respond` (testbed.backends.agent_protocol); one instance per episode."""
+    options: dict[str, Any] | None = None
+    """`backend: python`: keyword arguments the agent class is built with (its model, its URL)."""
+    url: str | None = None
+    """`backend: http-agent`: the URL each turn is POSTed to (an OpenAI chat-completions endpoint, or any
+    server keeping the JSON contract of testbed.backends.http_agent)."""
 
-    @field_validator("base_url")
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" not in data and data.get("backend") in BACKENDS.names():
+            if not BACKENDS.entry(data["backend"]).needs_model and isinstance(data.get("name"), str):
+                return {**data, "model": data["name"]}
+        return data
+
+    @field_validator("callable")
+    @classmethod
+    def _callable(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        module, _, attr = value.partition(":")
+        if not attr or not all(p.isidentifier() for p in [*module.split("."), *attr.split(".")]):
+            raise ValueError(f"{value!r} is not `module:name` | fix: write it like my_package.my_agent:MyAgent")
+        return value
+
+    @field_validator("base_url", "url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
@@ -204,6 +230,10 @@ class AgentSpec(Strict):
             raise ValueError(f"@base_urls backend `{self.backend}` cannot spread requests over replicas | fix: use backend vllm or openai")
         if self.server.replicas > 1 and not BACKENDS.entry(self.backend).managed:
             raise ValueError(f"@server.replicas backend `{self.backend}` starts no server | fix: use backend vllm, or list running replicas in base_urls")
+        for field in ("callable", "options", "url"):
+            if getattr(self, field) is not None and field not in BACKENDS.entry(self.backend).own_fields:
+                owner = next((n for n in BACKENDS.names() if field in BACKENDS.entry(n).own_fields), "another backend")
+                raise ValueError(f"@{field} backend `{self.backend}` does not read {field} | fix: drop it, or use backend {owner}")
         for field, fix in BACKENDS.entry(self.backend).requires.items():
             if getattr(self, field) is None and not (field == "base_url" and self.base_urls):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")

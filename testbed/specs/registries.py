@@ -49,7 +49,10 @@ class BackendEntry:
     `capabilities` what it can do unless the spec declares otherwise; `declarable` the capabilities an
     agent spec's `capabilities:` block may set (the rest are fixed); `requires` field → the fix shown
     when the spec lacks it; `managed` True when, without `base_url`, the testbed starts the server
-    itself; `replicas` True when requests can be spread over several servers of one model.
+    itself; `replicas` True when requests can be spread over several servers of one model;
+    `needs_model` False when the spec may leave `model` out (it then defaults to the agent's name);
+    `own_fields` the spec fields only this backend reads (refused with any other); `check` a hook
+    `(AgentSpec) -> (field, problem, fix) | None` run before any server starts (an agent that cannot be imported).
     """
 
     name: str
@@ -59,6 +62,9 @@ class BackendEntry:
     requires: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     managed: bool = False
     replicas: bool = False
+    needs_model: bool = True
+    own_fields: tuple[str, ...] = ()
+    check: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
