@@ -19,6 +19,8 @@ BACKENDS.register("vllm", "testbed.backends.factory:VLLM")
 BACKENDS.register("openai", "testbed.backends.factory:OPENAI")
 BACKENDS.register("litellm", "testbed.backends.factory:LITELLM")
 BACKENDS.register("scripted", "testbed.backends.factory:SCRIPTED")
+BACKENDS.register("python", "testbed.backends.python_agent:PYTHON")
+BACKENDS.register("http-agent", "testbed.backends.http_agent:HTTP_AGENT")
 
 JUDGE_KINDS.register("local", "testbed.judges.local.judge:JUDGE_KIND")
 JUDGE_KINDS.register("llm", "testbed.judges.llm_judge:JUDGE_KIND")

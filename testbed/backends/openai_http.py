@@ -82,8 +82,11 @@ class OpenAICompatibleBackend:
         timeout_retries: int = 1,
         max_retry_after_s: float = 60.0,
         diagnose: Callable[[], str | None] | None = None,
+        path: str = "chat/completions",
     ):
         self.base_url = base_url.rstrip("/")
+        self.path = path
+        """What each request is POSTed to, below the base URL (an HTTP agent's own endpoint, testbed.backends.http_agent)."""
         self.diagnose = diagnose
         """Says why the server stopped, when the testbed runs it (its exit code and log), for the stop message."""
         self.model = model
@@ -104,8 +107,11 @@ class OpenAICompatibleBackend:
         self._health_lock = asyncio.Lock()
         self._health_checked = (-HEALTH_CACHE_S, None)
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
-        self._chat_url = URL(f"{self.base_url}/chat/completions")
+        self._chat_url = URL(f"{self.base_url}/{path}")
         """Parsed once: aiohttp would parse a string URL again for every request (yarl comes with aiohttp)."""
+
+    parse_reply = staticmethod(parse_completion)
+    """Reads a 200 reply's decoded body into a Completion, or raises MalformedReply (retried like a fault)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -215,7 +221,7 @@ class OpenAICompatibleBackend:
             raise BackendUnavailable(self._stopped)
         body = _encode(self._payload(request))
         session = await self._ensure_session()
-        url = f"{base_url or self.base_url}/chat/completions"
+        url = f"{base_url or self.base_url}/{self.path}"
         target = self._chat_url if base_url is None else URL(url)
         timeout = self._timeout
         last_reason, wait, timeouts, transport = "", 0.0, 0, False
@@ -231,7 +237,7 @@ class OpenAICompatibleBackend:
                     async with session.post(target, data=body, timeout=timeout, headers=headers) as resp:
                         raw = await resp.read()
                         if resp.status == 200:
-                            return parse_completion(_json(raw), time.perf_counter() - started, attempt + 1)
+                            return self.parse_reply(_json(raw), time.perf_counter() - started, attempt + 1)
                         last_reason = f"HTTP {resp.status} from {url}: {error_excerpt(raw)}"
                         if resp.status in REJECTED_KEY:
                             self._stopped = self._key_rejected(url, resp.status).reason

@@ -36,6 +36,8 @@ class Upstream:
 
     base_url: str
     policy: RetryPolicy
+    recorded_path: str = "chat/completions"
+    """The path whose POSTs are kept in the wire log (an HTTP agent's endpoint has its own)."""
 
 
 @dataclass
@@ -55,9 +57,10 @@ class EpisodeTap:
         """The headers that put a request on this tap."""
         return {TAP_HEADER: self.token}
 
-    def route(self, role: str, upstream_base_url: str, policy: RetryPolicy | None = None) -> str:
-        """The base URL that sends `role`'s requests (with this tap's headers) to `upstream_base_url` through the recorder."""
-        self.upstreams[role] = Upstream(upstream_base_url.rstrip("/"), policy or RetryPolicy(passthrough=True))
+    def route(self, role: str, upstream_base_url: str, policy: RetryPolicy | None = None, recorded_path: str = RECORDED_PATH) -> str:
+        """The base URL that sends `role`'s requests (with this tap's headers) to `upstream_base_url` through the recorder;
+        POSTs to `recorded_path` are recorded."""
+        self.upstreams[role] = Upstream(upstream_base_url.rstrip("/"), policy or RetryPolicy(passthrough=True), recorded_path.strip("/"))
         return f"{self.recorder.url}/wire/{role}"
 
     def take(self) -> list[WireRecord]:
@@ -143,7 +146,7 @@ class WireRecorder:
             url += f"?{request.query_string}"
         headers = {k: v for k in FORWARDED_HEADERS if (v := request.headers.get(k)) is not None}
         _register_key(headers)
-        recorded = path.rstrip("/").endswith(RECORDED_PATH)
+        recorded = path.rstrip("/").endswith(upstream.recorded_path)
         check = unreadable if recorded and request.method == "POST" and not _streams(body) else None
 
         def sent(attempt: Attempt) -> None:

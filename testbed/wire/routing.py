@@ -13,7 +13,7 @@ def routed(participant, tap: EpisodeTap, role: str):
     backend = participant.backend
     if not hasattr(backend, "routed"):
         return participant
-    base_url = tap.route(role, backend.base_url, RetryPolicy.of(backend, retry=tap.retry))
+    base_url = tap.route(role, backend.base_url, RetryPolicy.of(backend, retry=tap.retry), getattr(backend, "path", "chat/completions"))
     route = backend.routed(base_url, tap.headers, tap.recorder.http_clients if tap.retry else None)
     if hasattr(participant, "derive"):
         return participant.derive(backend=route)
