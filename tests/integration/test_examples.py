@@ -20,6 +20,7 @@ EXAMPLES = {
     "04_compare_frameworks.py": ["--limit", "1"],
     "05_hosted_judge.py": ["--limit", "1"],
     "06_export_for_training.py": ["--limit", "3"],
+    "07_bring_your_own_agent.py": ["--limit", "1"],
 }
 
 
@@ -73,3 +74,8 @@ def test_export_for_training(vllm_server, tmp_path):
     for line in out.splitlines():
         if "loads with datasets" in line:
             assert Path(line.split()[0]).parent == folder
+
+
+def test_bring_your_own_agent(vllm_server, tmp_path):
+    out, _ = run_example("07_bring_your_own_agent.py", vllm_server, tmp_path)
+    assert "1/1 dialogues with notes-agent, 0 errors" in out and "turns by notes-agent" in out
