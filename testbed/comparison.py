@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from testbed.frameworks.base import frameworks_for, supported_modes
 from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.runner import RunSummary, preflight, run_scenario
-from testbed.specs.loader import ResolvedScenario, load_scenario
+from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import DEFAULT_JUDGE, default_identity
 
@@ -98,30 +98,49 @@ def load_comparable(spec: str | Path, frameworks: Sequence[str], *, assistant: s
     return load_scenario(spec, assistant=assistant, user=user, limit=limit, user_modes=common), left_out
 
 
-def preflight_frameworks(scenario: ResolvedScenario, frameworks: Sequence[str]) -> None:
-    """Refuse, before any run starts, a framework that cannot run the scenario (testbed.runner.preflight)."""
+def preflight_frameworks(scenario: ResolvedScenario, frameworks: Sequence[str], agents: Sequence[ResolvedAgent] = ()) -> None:
+    """Refuse, before any run starts, a framework that cannot run the scenario, or an agent that cannot be used
+    (testbed.runner.preflight)."""
     for name in frameworks:
         preflight(scenario, name)
+    for agent in agents:
+        preflight(with_agent(scenario, agent))
+
+
+def agent_label(agent: ResolvedAgent) -> str:
+    """The row of your own agent in a comparison: `your agent: NAME` (no framework has a colon in its name)."""
+    return f"your agent: {agent.spec.name}"
+
+
+def with_agent(scenario: ResolvedScenario, agent: ResolvedAgent) -> ResolvedScenario:
+    """The scenario with `agent` as its assistant, run by the native loop: the same users, items and limits; the
+    scenario's assistant system prompt kept when the agent's spec has none, so both rows get the same instructions."""
+    return replace(scenario, assistant=replace(agent, system_prompt=agent.system_prompt or scenario.assistant.system_prompt))
 
 
 async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: Sequence[str] | None = None,
                          judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, *, console: Console | None = None,
                          show_progress: bool = True,
-                         on_run: Callable[[FrameworkRun], None] | None = None) -> Comparison:
+                         on_run: Callable[[FrameworkRun], None] | None = None,
+                         agents: Sequence[ResolvedAgent] = ()) -> Comparison:
     """Run (or resume) the scenario once per framework (default: every registered one that runs its kind), in order, with its wire log;
     label each run with `judge`; return the comparison, paired with the baseline (native) on the same episodes when
     it is among them.
 
+    `agents` (bring your own agent: `backend: python`, `http-agent`, any agent spec) each add a row, `agent_label`:
+    the scenario with that agent as its assistant under the native loop (`with_agent`). Its episode ids differ from
+    native's (they hash the assistant), so its row has no paired columns; its rates sit beside the others'.
     `on_run` is called as each framework's run and judging end (the CLI prints its line there).
     A BackendError stops the comparison as FrameworkFailed, naming the framework; what finished is kept.
     """
     frameworks = list(frameworks or frameworks_for(scenario.spec.kind))
-    preflight_frameworks(scenario, frameworks)
+    preflight_frameworks(scenario, frameworks, agents)
     labeller = judge if isinstance(judge, ResolvedJudge) else load_judge(judge)
     done: list[FrameworkRun] = []
-    for name in frameworks:
+    plan = [(name, name, scenario) for name in frameworks] + [(agent_label(a), "native", with_agent(scenario, a)) for a in agents]
+    for name, framework, target in plan:
         try:
-            summary = await run_scenario(scenario, store, console=console, show_progress=show_progress, framework=name, wire=True)
+            summary = await run_scenario(target, store, console=console, show_progress=show_progress, framework=framework, wire=True)
             labelled = await judge_run(store, summary.run_id, labeller, console=console, show_progress=False)
         except BackendError as exc:
             raise FrameworkFailed(name, exc) from exc
@@ -150,12 +169,14 @@ def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun]) -> Comp
 
 
 def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,
-            judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, show_progress: bool = False) -> Comparison:
+            judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, show_progress: bool = False,
+            agents: Sequence[str | Path | ResolvedAgent] = ()) -> Comparison:
     """`run_comparison` for a notebook or script: blocks until every framework has run and been labelled.
 
     `scenario` is a loaded scenario, or what `load_scenario` takes (then the user modes not every
     framework can run are left out, as `testbed compare` does); `store` is a Store or a path
-    (default `$TESTBED_STORE` or `.testbed/store.sqlite`).
+    (default `$TESTBED_STORE` or `.testbed/store.sqlite`); `agents` are agent specs (paths or loaded) of your own
+    agents, each a row beside the frameworks (`run_comparison`).
     """
     if not isinstance(scenario, ResolvedScenario):
         loaded = load_scenario(scenario)
@@ -164,4 +185,5 @@ def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] |
     frameworks = list(frameworks or frameworks_for(scenario.spec.kind))
     resolved = scenario
     db = store if isinstance(store, Store) else Store(store)
-    return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress))
+    mine = [a if isinstance(a, ResolvedAgent) else load_agent(a) for a in agents]
+    return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress, agents=mine))

@@ -47,12 +47,13 @@ def compare(
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    agent: Annotated[Optional[str], typer.Option("--agent", help="comma-separated agent specs of your own agents (backend python or http-agent): each a row `your agent: NAME`, run natively")] = None,
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
     and print the frameworks side by side, paired with `native` on the same episodes."""
     from testbed.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
     from testbed.frameworks.base import FrameworkNotInstalled, frameworks_for
-    from testbed.specs.loader import load_scenario
+    from testbed.specs.loader import load_agent, load_scenario
     from testbed.judges.specs import load_judge
 
     if format not in COMPARE_FORMATS:
@@ -64,14 +65,15 @@ def compare(
         if left_out:
             say(f"user mode(s) {', '.join(left_out)} left out: not every framework compared can run them "
                 f"(comparing {', '.join(scenario.spec.user_modes)}; pass --user-modes to choose)", to=out)
-        preflight_frameworks(scenario, chosen)
+        mine = [load_agent(path) for path in split_list(agent) or []]
+        preflight_frameworks(scenario, chosen, mine)
         labeller = load_judge(judge)
     except (SpecError, FileNotFoundError, FrameworkNotInstalled) as exc:
         fail(str(exc))
     db = open_store(store, create=True)
     try:
         comparison = run_async(run_comparison(scenario, db, chosen, labeller, console=out, show_progress=not quiet,
-                                              on_run=lambda done: _say_run(done, out)))
+                                              on_run=lambda done: _say_run(done, out), agents=mine))
     except (SpecError, StoreError) as exc:
         fail(str(exc))
     except FrameworkFailed as exc:
