@@ -23,6 +23,9 @@ does not use; the client pins itself to one core. For each injected latency, alt
   call, which adds what a run costs once however long it is (the lease, the run record with its
   package versions and git revision, starting and closing the backend, the plan, ~70 ms at 1,000
   episodes) and so weighs more in a short benchmark run than in a study.
+- **python agent**: the testbed's episodes again with the assistant a `backend: python` agent
+  (benchmarks/hot_path_agent.py) that forwards each turn through the very backend the native
+  assistant uses, so its excess over `testbed` is the callable path (testbed.backends.python_agent).
 
 Figures per latency, medians over the rounds:
 
@@ -87,9 +90,11 @@ MAX_TOKENS = 64
 TARGETS = {"100": 0.9, "0": 0.8}
 """The issue's targets: testbed ÷ bare turns/s at each latency (ms)."""
 CPU_TARGET_MS = 0.3
-BATCHES = ("bare", "testbed")
+BATCHES = ("bare", "testbed", "python agent")
 """What runs in a round, alternating in order; the testbed's batch gives two rows (its episodes, its whole run)."""
-CLIENTS = ("bare", "testbed", "testbed run")
+CLIENTS = ("bare", "testbed", "testbed run", "python agent")
+"""`python agent`: the testbed's episodes with the assistant a `backend: python` agent (benchmarks/hot_path_agent.py)
+forwarding each turn through the same backend the native assistant uses: its excess over `testbed` is the callable path."""
 
 
 def write_specs(folder: Path, base_url: str, conversations: int) -> ResolvedScenario:
@@ -105,6 +110,16 @@ def write_specs(folder: Path, base_url: str, conversations: int) -> ResolvedScen
     (folder / "mock.yaml").write_text(yaml.safe_dump(agent))
     (folder / "hot-path.yaml").write_text(yaml.safe_dump(scenario))
     return load_scenario(folder / "hot-path.yaml")
+
+
+def agent_scenario(folder: Path, base_url: str, conversations: int) -> ResolvedScenario:
+    """The same dialogue with the assistant a Python agent (same system prompt, sampling and concurrency)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    agent = {"name": "mock-agent", "backend": "python", "callable": "hot_path_agent:ForwardingAgent",
+             "options": {"base_url": base_url, "concurrency": conversations}, "system_prompt_file": "prompts/helper.md",
+             "sampling": {"temperature": 0.0, "max_tokens": MAX_TOKENS}, "concurrency": conversations}
+    (folder / "python-agent.yaml").write_text(yaml.safe_dump(agent))
+    return load_scenario(folder / "hot-path.yaml", assistant=folder / "python-agent.yaml")
 
 
 def bare_inputs(scenario: ResolvedScenario) -> list[tuple[list[dict], str, int]]:
@@ -191,6 +206,7 @@ async def bench_latency(latency_ms: float, args: argparse.Namespace, server_core
         spec_dir = folder / f"{latency_ms:g}ms"
         spec_dir.mkdir()
         scenario = write_specs(spec_dir, base_url, args.conversations)
+        with_agent = agent_scenario(spec_dir, base_url, args.conversations)
         inputs = bare_inputs(scenario)
         store = Store(spec_dir / "store.sqlite")
         try:
@@ -201,7 +217,14 @@ async def bench_latency(latency_ms: float, args: argparse.Namespace, server_core
                 episodes, whole = await testbed_batch(scenario, store, f"hot-path-{r}", console, pid)
                 return {"testbed": episodes, "testbed run": whole}
 
-            batches = {"bare": bare, "testbed": testbed}
+            async def python_agent(r) -> dict[str, Sample]:
+                from hot_path_agent import close_shared
+
+                episodes, _ = await testbed_batch(with_agent, store, f"hot-path-agent-{r}", console, pid)
+                await close_shared()
+                return {"python agent": episodes}
+
+            batches = {"bare": bare, "testbed": testbed, "python agent": python_agent}
             for name in BATCHES:
                 for client, s in (await batches[name]("warm")).items():
                     if s.errors:
@@ -231,6 +254,9 @@ def summarise(samples: dict[str, list[Sample]]) -> dict:
     for name in CLIENTS[1:]:
         rows[name]["turns_ratio"] = rows[name]["turns_per_s"] / bare["turns_per_s"]
         rows[name]["cpu_ms_above_bare"] = rows[name]["cpu_ms_per_turn"] - bare["cpu_ms_per_turn"]
+    agent, native = rows["python agent"], rows["testbed"]
+    agent["vs_native_turns"] = agent["turns_per_s"] / native["turns_per_s"]
+    agent["cpu_ms_above_native"] = agent["cpu_ms_per_turn"] - native["cpu_ms_per_turn"]
     return rows
 
 
@@ -253,6 +279,9 @@ def table(latency: str, rows: dict, args: argparse.Namespace) -> str:
     cpu_ok = "ok" if t["cpu_ms_per_turn"] <= CPU_TARGET_MS else "ABOVE TARGET"
     out.append(f"  testbed ÷ bare turns/s {t['turns_ratio']:.3f}{verdict}; testbed CPU {t['cpu_ms_per_turn']:.3f} ms/turn "
                f"(target ≤ {CPU_TARGET_MS}: {cpu_ok}); the whole run, fixed costs included: {rows['testbed run']['turns_ratio']:.3f}")
+    a = rows["python agent"]
+    out.append(f"  python agent ÷ native loop turns/s {a['vs_native_turns']:.3f}; the callable path adds "
+               f"{a['cpu_ms_above_native']:.3f} CPU ms per turn (every turn counted, user turns included)")
     return "\n".join(out)
 
 
@@ -289,7 +318,9 @@ def main() -> None:
                         for field, source, digits in (("turns_per_s", "turns_per_s", 1), ("ratio", "turns_ratio", 3),
                                                       ("cpu_ms_per_turn", "cpu_ms_per_turn", 4), ("cpu_ms_above_bare", "cpu_ms_above_bare", 4),
                                                       ("server_cpu", "server_cpu_share", 3))},
-                     "errors": r["bare"]["errors"] + r["testbed"]["errors"]}
+                     "agent_vs_native_turns": round(r["python agent"]["vs_native_turns"], 3),
+                     "agent_cpu_ms_above_native": round(r["python agent"]["cpu_ms_above_native"], 4),
+                     "errors": r["bare"]["errors"] + r["testbed"]["errors"] + r["python agent"]["errors"]}
                for lat, r in results.items()}
     print(json.dumps({"hot_path": summary, "conversations": args.conversations, "rounds": args.rounds}))
     if args.json:
