@@ -100,7 +100,7 @@ class Message:
 class ConversationId:
     """Which conversation a request belongs to: one per transcript, never sent to a model.
 
-    A per-episode agent (testbed.agent_protocol) keys its state by it: the object lives as long as its
+    A per-episode agent (testbed.backends.agent_protocol) keys its state by it: the object lives as long as its
     transcript, so state held in a weak mapping from it goes with the episode; `str()` gives an id unique
     across processes (what an HTTP agent is sent as `episode_id`).
     """
