@@ -141,7 +141,9 @@ class AgentSpec(Strict):
     `model: embedded` is the packaged SmolLM2-135M-Instruct. With `base_url` it reuses a running
     server. `backend: openai` is any OpenAI-compatible server, whose key is read from the
     environment variable named by `api_key_env`. `backend: litellm` reaches any provider litellm
-    knows (`model: openai/gpt-4o-mini`, `anthropic/...`), with `base_url` optional.
+    knows (`model: openai/gpt-4o-mini`, `anthropic/...`), with `base_url` optional. `backend: python`
+    (`callable`, `options`) and `backend: http-agent` (`url`) put your own agent in the assistant's seat
+    (testbed.backends.agent_protocol); `model` may then be left out (it defaults to `name`).
     """
 
     LEFT_OUT_AT_DEFAULT = ("base_urls", "callable", "options", "url")
