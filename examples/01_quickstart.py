@@ -27,7 +27,7 @@ report = testbed.report_frame(store, summary.run_id, labelled.identity)
 columns = ["user_mode", "temperature", "episodes", "accuracy", "followup_rate", "followup_lo", "followup_hi", "share_restate_question", "share_echo_assistant"]
 print(report[[c for c in columns if c in report]].to_string(index=False))
 
-turns = testbed.turns_df(store, summary.run_id, judge="local")
+turns = testbed.turns_df(store, summary.run_id, judge="learned")
 print("\nOne simulated-user turn and its label:")
 row = turns.iloc[0]
 print(f"  [{row.user_mode}, T={row.temperature:g}] {row.user_turn[:160]!r} -> {row.judge_label}")

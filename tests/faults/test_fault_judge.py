@@ -34,7 +34,7 @@ def test_every_command_ends_clearly_over_a_hostile_judge(tmp_path):
                          "-q", timeout=120)
         outputs = [run, judged]
         outputs.append(run_cli("report", run_id, "--judge", "followup", "--store", str(store), "--format", "json"))
-        outputs.append(run_cli("agree", run_id, "--a", "local", "--b", "followup", "--store", str(store)))
+        outputs.append(run_cli("agree", run_id, "--a", "learned", "--b", "followup", "--store", str(store)))
         outputs.append(run_cli("graph", run_id, "--store", str(store), "--out", str(tmp_path / "graphs")))
     for proc in outputs:
         assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -27,7 +27,7 @@ def test_dialogue_run_labels_drift_and_graphs(server_agent, tmp_path):
     with sqlite3.connect(db) as conn:
         terminations = [r[0] for r in conn.execute("SELECT termination FROM episodes")]
         marked = conn.execute("SELECT COUNT(*) FROM messages WHERE content LIKE '%[[END]]%'").fetchone()[0]
-        labelled = conn.execute("SELECT COUNT(*) FROM labels WHERE judge='local'").fetchone()[0]
+        labelled = conn.execute("SELECT COUNT(*) FROM labels WHERE judge='learned'").fetchone()[0]
     assert len(terminations) == 4 and all(t in {"user_stop", "max_turns", "token_budget"} for t in terminations)
     assert marked == 0 and labelled >= 4
     report = json.loads(run_cli("report", run_id, "--store", db, "-f", "json").stdout)
