@@ -36,7 +36,7 @@ def main() -> None:
     e.add_argument("--store", type=Path, required=True)
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--batch", type=int, default=150)
-    e.add_argument("--runs", help="comma-separated run id prefixes (default: every finished run)")
+    e.add_argument("--runs", help="comma-separated run id prefixes, finished or not (default: every finished run)")
     e.add_argument("--name", default="items", help="name of this export (several exports can share a folder)")
     e.add_argument("--gold", type=Path, default=GOLD_DEV, help="questions to leave out (the gold dev set)")
     for name in ("disagreements", "merge"):
@@ -51,9 +51,11 @@ def main() -> None:
     if args.step == "export":
         gold = {row["question"].strip() for row in _jsonl(args.gold)} if args.gold.exists() else set()
         store = Store(args.store, readonly=True)
-        runs = [r["run_id"] for r in store.runs() if r["status"] == "done"]
         if args.runs:
-            runs = [r for r in runs if any(r.startswith(p) for p in args.runs.split(","))]
+            # A run named here may still be generating: its finished episodes are final, so they can be labelled now.
+            runs = [r["run_id"] for r in store.runs() if any(r["run_id"].startswith(p) for p in args.runs.split(","))]
+        else:
+            runs = [r["run_id"] for r in store.runs() if r["status"] == "done"]
         items = annotation_items(store, runs, gold)
         _write(args.out / f"{args.name}.jsonl", items)
         batches = write_batches(items, args.out / "batches" / args.name, args.batch)

@@ -5,7 +5,7 @@
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
 weighting) and the follow-up threshold by 5-fold cross-validation grouped by question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
-report inside, and its cross-validated follow-up error counts beside it (`testbed report RUN --judge
+report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it (`testbed report RUN --judge
 learned --correct-with judges/models/learned-2.cv-error-rates.json`). It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
@@ -17,8 +17,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
-from testbed.analysis.correction import JudgeErrorRates
-from testbed.analysis.judge_training import GRIDS, train
+from testbed.analysis.judge_training import GRIDS, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,11 +31,11 @@ def main() -> None:
     parser.add_argument("--kind", choices=sorted(GRIDS), default="trees", help="boosted trees (default) or linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    model, report = train(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed)
+    model, report, cv_errors = train_with_error_rates(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
-    JudgeErrorRates(**report["cv_error_counts"]).save(errors, judge="learned")
+    cv_errors.save(errors, judge="learned")
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("params", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))

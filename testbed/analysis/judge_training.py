@@ -128,6 +128,14 @@ def calibration_error(p_followup: np.ndarray, truth: list[bool], bins: int = 10)
 def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
           log=print) -> tuple[LinearModel | BoostedTrees, dict]:
     """Choose settings and threshold by grouped CV, refit on everything, and return the model and the CV report."""
+    model, report, _ = train_with_error_rates(path, version, embedder, kind=kind, seed=seed, log=log)
+    return model, report
+
+
+def train_with_error_rates(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
+                           log=print) -> tuple[LinearModel | BoostedTrees, dict, JudgeErrorRates]:
+    """`train`, and the cross-validated follow-up error counts with each turn's out-of-fold margin (the file
+    `report --correct-with` reads, whose margins `JudgeErrorRates.within` bands); the model's report keeps the counts only."""
     if kind not in GRIDS:
         raise ValueError(f"unknown model kind {kind!r}; use one of {', '.join(GRIDS)}")
     data = load_labelled(path, embedder)
@@ -145,25 +153,23 @@ def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "tr
     per_label = compare(predicted, data.labels, classes).per_label
     fu = taxonomy().followup_label
     ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
-    _log_hand_labelling(data.labels, predicted, proba, classes, best["threshold"], log)
-    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}")
+    margins = [margin(dict(zip(classes, map(float, p))), float(p[classes.index(fu)]), best["threshold"]) for p in proba]
+    _log_hand_labelling(data.labels, predicted, margins, log)
+    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}", margins)
     report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": asdict(errors),
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"},
               "cv_calibration_error": round(ece, 4)}
     fitted = _fit(kind, data.x, data.labels, best["params"], seed)
     if kind == "trees":
-        return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report
-    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report
+        return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report, errors
+    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report, errors
 
 
-def _log_hand_labelling(labels: list[str], predicted: list[str], proba: np.ndarray, classes: list[str], threshold: float,
-                        log) -> None:
+def _log_hand_labelling(labels: list[str], predicted: list[str], margins: list[float], log) -> None:
     """Log the out-of-fold agreement when the least sure turns (by `replay --uncertain-first`'s margin) are labelled by hand."""
     from testbed.analysis.judge_eval import hand_labelling_curve
 
-    fu = classes.index(taxonomy().followup_label)
-    margins = [margin(dict(zip(classes, map(float, p))), float(p[fu]), threshold) for p in proba]
     curve = hand_labelling_curve(predicted, labels, margins)
     log("CV, least sure turns labelled by hand: " + "; ".join(
         f"{r.share_by_hand:.0%} → κ {r.kappa:.3f}, F1 {r.followup_f1:.3f}" for r in curve.itertuples()))
