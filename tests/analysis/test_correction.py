@@ -203,3 +203,22 @@ def test_within_a_margin_band_counts_only_the_surer_turns_and_says_so():
     assert rates.within(0.0) == JudgeErrorRates(2, 1, 1, 1, "gold, margin ≥ 0", rates.turns)
     with pytest.raises(ValueError, match=r"hold no per-turn margins.*--judge learned --save-error-rates FILE"):
         JudgeErrorRates(2, 1, 1, 1, "gold").within(0.3)
+
+
+@pytest.mark.parametrize("fast, review", [((0, 13), (0, 2)), ((0, 48), (0, 2)), ((1, 13), (0, 2))])
+def test_a_reviewed_rate_with_no_follow_up_in_either_part_keeps_zero_in_its_interval(fast, review):
+    from testbed.analysis.correction import reviewed_rate
+
+    out = reviewed_rate((*fast, DEV), (*review, None))
+    assert out.lo == 0.0 < out.hi, "a sum of two posteriors has no density at 0, yet a share of 0 is the likeliest here"
+
+
+def test_an_interval_reaches_a_boundary_only_when_little_mass_lies_beyond_it():
+    from scipy.stats import beta
+
+    from testbed.analysis.correction import BOUNDARY_SLACK, reviewed_rate
+
+    out = reviewed_rate((0, 0, DEV), (5, 50, None))
+    assert out.lo > 0.0 and beta.cdf(out.lo, 6, 46) > BOUNDARY_SLACK, "5 of 50 leaves 1.6 % of the mass below the interval"
+    top = reviewed_rate((0, 0, DEV), (50, 50, None))
+    assert top.hi == 1.0
