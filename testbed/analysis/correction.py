@@ -11,7 +11,8 @@ with `se ~ Beta(tp + ½, fn + ½)` and `sp ~ Beta(tn + ½, fp + ½)` (Jeffreys, 
 counts), restricted to draws with `se + sp > 1` (a judge known to beat chance), and a flat prior on
 `p`. It is computed on a grid of cells over [0, 1], integrating `se` and `sp` by seeded, stratified
 Monte Carlo draws (a few milliseconds a call). The point estimate is the posterior median and the interval the highest-posterior-density
-cells holding `level` of the mass. Why not invert each draw and clip, as before: clipping piles
+cells holding `level` of the mass, closed up to 0 or 1 when almost no mass lies beyond (`BOUNDARY_SLACK`).
+Why not invert each draw and clip, as before: clipping piles
 every draw past a boundary onto it, so 0 follow-ups in 50 turns gave the interval [0, 0], as if a
 run of 50 could prove a share of exactly zero. The posterior never leaves [0, 1], so there is
 nothing to clip, and a share near a boundary gets an interval with that boundary as one end and an
