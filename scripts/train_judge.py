@@ -1,12 +1,13 @@
 """Train the learned local judge: one seeded, reproducible command.
 
-    .venv/bin/python scripts/train_judge.py                      # judges/training/labels.jsonl -> judges/models/learned-2.json
+    .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-3.json
     .venv/bin/python scripts/train_judge.py --kind linear --version linear-x --out /tmp/linear-x.json   # the linear kind, for comparison
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
 weighting) and the follow-up threshold by 5-fold cross-validation grouped by question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
 report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it (`testbed report RUN --judge
-learned --correct-with judges/models/learned-2.cv-error-rates.json`). It never reads the gold dev set; score that once with
+learned --correct-with judges/models/learned-3.cv-error-rates.json`). The CV figures are also given per scenario kind
+(probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
 
@@ -20,14 +21,16 @@ from testbed.judges.learned.embedding import default_embedder
 from testbed.analysis.judge_training import GRIDS, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
+TRAINING = ROOT / "judges" / "training"
 
 
 def main() -> None:
     """Train, report the CV figures, save."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT / "judges" / "training" / "labels.jsonl")
-    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-2.json")
-    parser.add_argument("--version", default="learned-2")
+    parser.add_argument("--data", type=Path, nargs="+", default=[TRAINING / "labels.jsonl", TRAINING / "labels-later.jsonl"],
+                        help="labelled JSONL files, pooled in order (grouped by question across files)")
+    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-3.json")
+    parser.add_argument("--version", default="learned-3")
     parser.add_argument("--kind", choices=sorted(GRIDS), default="trees", help="boosted trees (default) or linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -39,6 +42,8 @@ def main() -> None:
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("params", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))
+    for kind, figures in report["cv_by_kind"].items():
+        print(f"CV on {kind} turns: " + json.dumps(figures))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
           f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} (for report --correct-with)")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,9 +45,13 @@ class Labelled:
     rows: list[dict]
 
 
-def load_labelled(path: Path, embedder: StaticEmbedder) -> Labelled:
-    """Features and labels of a labelled JSONL file (the labelset's `label`, `question`, `assistant`, `user_turn`)."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _paths(data: Path | Sequence[Path]) -> list[Path]:
+    return [data] if isinstance(data, Path) else list(data)
+
+
+def load_labelled(data: Path | Sequence[Path], embedder: StaticEmbedder) -> Labelled:
+    """Features and labels of labelled JSONL files, read in order (the labelset's `label`, `question`, `assistant`, `user_turn`)."""
+    rows = [json.loads(line) for path in _paths(data) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
     x, _ = featurise(items, embedder)
     return Labelled(x, [r["label"] for r in rows], [r["question"] for r in rows], rows)
@@ -102,6 +107,22 @@ def scores(labels: list[str], predicted: list[str]) -> dict:
             "followup_recall": tp / sum(ref) if sum(ref) else float("nan"), "kappa_followup": cohen_kappa(ref, got)}
 
 
+def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str]) -> dict[str, dict]:
+    """`scores` per scenario kind (a row's `kind`, probe when absent), with the turn and follow-up counts, the
+    drift F1 (any of the taxonomy's drift labels against the rest) and each drift label's own F1 and count."""
+    drift = set(taxonomy().drift_labels)
+    out = {}
+    for kind in sorted({r.get("kind", "probe") for r in rows}):
+        at = [k for k, r in enumerate(rows) if r.get("kind", "probe") == kind]
+        y, p = [labels[k] for k in at], [predicted[k] for k in at]
+        s = scores(y, p) | {"drift_f1": f1_binary([x in drift for x in p], [x in drift for x in y])}
+        s |= {f"{label}_f1": f1_binary([x == label for x in p], [x == label for x in y]) for label in sorted(drift)}
+        counts = {"turns": len(at), "followups": sum(x == taxonomy().followup_label for x in y)} | {
+            f"{label}_turns": sum(x == label for x in y) for label in sorted(drift)}
+        out[kind] = counts | {k: round(v, 3) for k, v in s.items()}
+    return out
+
+
 def best_threshold(labels: list[str], proba: np.ndarray) -> float:
     """The P(follow-up) threshold with the best follow-up F1 on out-of-fold predictions (ties: closest to 0.5)."""
     grid = np.round(np.arange(0.15, 0.86, 0.025), 3)
@@ -125,14 +146,14 @@ def calibration_error(p_followup: np.ndarray, truth: list[bool], bins: int = 10)
     return float(total / len(p_followup)) if len(p_followup) else float("nan")
 
 
-def train(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
+def train(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
           log=print) -> tuple[LinearModel | BoostedTrees, dict]:
     """Choose settings and threshold by grouped CV, refit on everything, and return the model and the CV report."""
     model, report, _ = train_with_error_rates(path, version, embedder, kind=kind, seed=seed, log=log)
     return model, report
 
 
-def train_with_error_rates(path: Path, version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
+def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
                            log=print) -> tuple[LinearModel | BoostedTrees, dict, JudgeErrorRates]:
     """`train`, and the cross-validated follow-up error counts with each turn's out-of-fold margin (the file
     `report --correct-with` reads, whose margins `JudgeErrorRates.within` bands); the model's report keeps the counts only."""
@@ -155,11 +176,13 @@ def train_with_error_rates(path: Path, version: str, embedder: StaticEmbedder, *
     ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
     margins = [margin(dict(zip(classes, map(float, p))), float(p[classes.index(fu)]), best["threshold"]) for p in proba]
     _log_hand_labelling(data.labels, predicted, margins, log)
-    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{path.name}", margins)
-    report = {"data": str(path.name), "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16], "turns": len(data.labels),
+    paths = _paths(path)
+    names = "+".join(p.name for p in paths)
+    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{names}", margins)
+    report = {"data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"},
-              "cv_calibration_error": round(ece, 4)}
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted),
+              "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"}, "cv_calibration_error": round(ece, 4)}
     fitted = _fit(kind, data.x, data.labels, best["params"], seed)
     if kind == "trees":
         return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report, errors

@@ -183,3 +183,35 @@ def test_calibration_error_is_zero_for_calibrated_and_large_for_overconfident_pr
     truth = [k < 2 for k in range(10)] + [k < 8 for k in range(10)]
     assert calibration_error(p, truth) == pytest.approx(0.0)
     assert calibration_error(np.array([0.99] * 10), [False] * 10) == pytest.approx(0.99)
+
+
+def test_several_labelled_files_are_pooled_and_scored_per_kind(tmp_path):
+    rows = synthetic_rows(160)
+    for k, row in enumerate(rows):
+        row["kind"] = "dialogue" if k >= 96 else "probe"
+    first, second = tmp_path / "labels.jsonl", tmp_path / "labels-later.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows[:96]))
+    second.write_text("".join(json.dumps(r) + "\n" for r in rows[96:]))
+    grids, training.GRIDS = training.GRIDS, SMALL_GRIDS
+    try:
+        _, report, errors = training.train_with_error_rates([first, second], "learned-test", default_embedder(), kind="trees",
+                                                            seed=1, log=lambda _: None)
+    finally:
+        training.GRIDS = grids
+    assert report["turns"] == 160 and report["data"] == "labels.jsonl+labels-later.jsonl" and errors.source.endswith("labels-later.jsonl")
+    by_kind = report["cv_by_kind"]
+    assert sorted(by_kind) == ["dialogue", "probe"] and (by_kind["probe"]["turns"], by_kind["dialogue"]["turns"]) == (96, 64)
+    assert by_kind["dialogue"]["followups"] == sum(r["label"] == "genuine_followup" for r in rows[96:]) == 16
+    assert by_kind["dialogue"]["echo_assistant_turns"] == 16 and by_kind["dialogue"]["meta_planning_turns"] == 0
+    assert by_kind["probe"]["kappa"] > 0.9 and by_kind["dialogue"]["drift_f1"] > 0.9, "the synthetic labels are separable"
+
+
+def test_scores_by_kind_count_drift_labels_apart_from_the_rest():
+    rows = [{"kind": "dialogue"}] * 4 + [{}] * 2
+    labels = ["echo_assistant", "meta_planning", "genuine_followup", "degenerate", "echo_assistant", "new_question"]
+    predicted = ["meta_planning", "meta_planning", "genuine_followup", "echo_assistant", "echo_assistant", "new_question"]
+    got = training.scores_by_kind(rows, labels, predicted)
+    assert got["dialogue"]["drift_f1"] == pytest.approx(0.8), "3 predicted drift, 2 of them right, 2 true drift"
+    assert got["dialogue"]["meta_planning_f1"] == pytest.approx(2 / 3, abs=1e-3) and got["dialogue"]["echo_assistant_f1"] == 0.0
+    probe = got["probe"]
+    assert (probe["turns"], probe["followups"], probe["drift_f1"], probe["kappa"]) == (2, 0, 1.0, 1.0), "rows without a kind are probe turns"
