@@ -170,6 +170,11 @@ HAND_SHARES = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5)
 """Shares of the turns, least sure first, that `hand_labelling_curve` gives to people."""
 
 
+def least_sure_order(margins: list[float | None]) -> list[int]:
+    """Turn positions, least sure first (smallest margin; ties by position); a turn without a margin is never listed."""
+    return [i for _, i in sorted((m, i) for i, m in enumerate(margins) if m is not None)]
+
+
 def hand_labelling_curve(predicted: list[str], references: list[str], margins: list[float | None],
                          shares: tuple[float, ...] = HAND_SHARES) -> pd.DataFrame:
     """Agreement with the references when the least sure share of turns is labelled by hand (taking the reference label).
@@ -178,14 +183,29 @@ def hand_labelling_curve(predicted: list[str], references: list[str], margins: l
     the curve says how many hand labels buy how much agreement when `replay --uncertain-first`
     orders the queue. A person is taken to agree with the reference, so it is a ceiling.
     """
+    return reviewer_curve(predicted, references, margins, dict(enumerate(references)), shares).drop(columns="unscored_reviews")
+
+
+def reviewer_curve(predicted: list[str], references: list[str], margins: list[float | None], reviewed: dict[int, str | None],
+                   shares: tuple[float, ...] = HAND_SHARES) -> pd.DataFrame:
+    """Agreement with the references when the least sure share of turns takes a reviewer's label.
+
+    `reviewed` maps a turn's position to the reviewer's label, None where its verdict was unscored: that
+    turn keeps the fast label and is counted in `unscored_reviews`. A share reaching past the reviewed
+    turns is left out, so the curve never credits a review that was not made.
+    """
     fu = taxonomy().is_followup
-    order = sorted((m, i) for i, m in enumerate(margins) if m is not None)
+    order = least_sure_order(margins)
     rows = []
     for share in shares:
         k = min(round(share * len(predicted)), len(order))
+        taken = order[:k]
+        if any(i not in reviewed for i in taken):
+            continue
         labels = list(predicted)
-        for _, i in order[:k]:
-            labels[i] = references[i]
-        rows.append({"share_by_hand": share, "turns_by_hand": k, "kappa": cohen_kappa(labels, references),
+        for i in taken:
+            labels[i] = reviewed[i] if reviewed[i] is not None else labels[i]
+        rows.append({"share_by_hand": share, "turns_by_hand": k, "unscored_reviews": sum(reviewed[i] is None for i in taken),
+                     "kappa": cohen_kappa(labels, references),
                      "followup_f1": f1_binary([fu(x) for x in labels], [fu(x) for x in references])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["share_by_hand", "turns_by_hand", "unscored_reviews", "kappa", "followup_f1"])

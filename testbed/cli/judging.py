@@ -107,12 +107,19 @@ def eval_judge(
     review_share: Annotated[Optional[float], typer.Option("--review-share", min=0.0, max=1.0, help="with --correct-with: "
                             "the least sure share of turns take the reference label, as `testbed review` would send them, "
                             "and each condition's reviewed rate is corrected as the report corrects it")] = None,
+    reviewer: Annotated[Optional[str], typer.Option("--reviewer", help="an LLM judge that gives labels (failure-modes, or a judge spec path) "
+                        "that reviews the fast judge's least sure turns: prints the agreement of reviewed labels with this "
+                        "reviewer instead of the reference; only those turns are judged")] = None,
+    reviewer_model: Annotated[Optional[str], typer.Option("--reviewer-model", help="agent spec the reviewer runs on")] = None,
+    reviewer_upto: Annotated[float, typer.Option("--reviewer-upto", min=0.0, max=1.0, help="with --reviewer: the largest "
+                             "share of turns it reviews (the curve stops there)")] = 0.25,
 ) -> None:
     """Score a judge against reference labels: per-label P/R/F1, the follow-up rate per condition beside the
     reference's, for a learned judge the agreement bought by labelling its least sure turns by hand,
     and last the line `kappa=<κ> f1_followup=<F1> n=<items>`. With --correct-with each condition's rate is
     corrected with error counts measured elsewhere and checked against the reference, and with --review-share
-    so is the rate of reviewed labels (the reference as reviewer). With --record the figures are kept, with
+    so is the rate of reviewed labels (the reference as reviewer). With --reviewer an LLM judge reviews the
+    least sure turns and the curve is printed again with its labels. With --record the figures are kept, with
     the set's sha256, as the measured figures behind this judge (testbed.judges.evaluations)."""
     from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
                                              read_gold, reviewed_conditions, run_judge,
@@ -120,6 +127,7 @@ def eval_judge(
     from testbed.judges.learned.doubt import stored_margin
 
     resolved = _load_judge(judge, model)
+    review_judge = _load_judge(reviewer, reviewer_model) if reviewer is not None else None
     correction = _error_rates(correct_with) if correct_with is not None else None
     if review_share is not None and (correction is None or not correction.turns):
         fail("--review-share needs --correct-with error counts that hold per-turn margins (the trainer's "
@@ -159,6 +167,11 @@ def eval_judge(
         console.print("agreement if the least sure turns are labelled by hand (replay --uncertain-first):", soft_wrap=True)
         curve = hand_labelling_curve([v.label for v, _ in judged], [r for _, r in judged], margins)
         console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
+        if review_judge is not None:
+            items = [item for (item, _), v in zip(rows, verdicts) if v.scored and v.label is not None]
+            _print_reviewer_curve(review_judge, reviewer, items, judged, margins, reviewer_upto)
+    elif review_judge is not None:
+        fail(f"--reviewer needs a fast judge that stores its margin (--judge learned), not {judge}")
     rates = error_rates(verdicts, references, str(gold))
     console.print(f"unscored={result.unscored} binary_kappa={result.binary_kappa:.4f} "
                   f"sensitivity={rates.sensitivity:.3f} specificity={rates.specificity:.3f}")
@@ -168,6 +181,23 @@ def eval_judge(
     if record:
         _record(resolved, gold, result, model)
     typer.echo(result.summary_line())
+
+
+def _print_reviewer_curve(review_judge, name: str, items: list, judged: list, margins: list[float], upto: float) -> None:
+    """Run the reviewer on the least sure `upto` share of the judged turns and print the agreement curve with its labels."""
+    from testbed.analysis.judge_eval import HAND_SHARES, least_sure_order, reviewer_curve, run_judge
+
+    chosen = least_sure_order(margins)[:round(upto * len(judged))]
+    console.print(f"reviewing the least sure {len(chosen)} turns ({upto:.0%}) with {name}...", soft_wrap=True)
+    try:
+        reviews = asyncio.run(run_judge(review_judge, [items[i] for i in chosen]))
+    except SpecError as exc:
+        fail(str(exc))
+    reviewed = {i: (v.label if v.scored else None) for i, v in zip(chosen, reviews)}
+    curve = reviewer_curve([v.label for v, _ in judged], [r for _, r in judged], margins, reviewed,
+                           tuple(s for s in HAND_SHARES if s <= upto + 1e-9))
+    console.print(f"agreement if the least sure turns take {name}'s label (its unscored verdicts keep the fast label):", soft_wrap=True)
+    console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
 
 
 def _record(resolved, gold: Path, result, model: str | None) -> None:

@@ -65,3 +65,20 @@ def test_hand_labelling_takes_the_least_sure_turns_first_and_never_one_without_a
     assert curve.kappa.iloc[0] < curve.kappa.iloc[1] < curve.kappa.iloc[2] < 1.0, "the three unsure errors are fixed one by one"
     assert curve.kappa.iloc[2] == curve.kappa.iloc[3], "the sure turns were right already; the error without a margin stays"
     assert curve.followup_f1.iloc[0] == pytest.approx(2 * 4 / (2 * 4 + 2)), "turn 0 is a missed follow-up, turn 15 a false one"
+
+
+def test_a_reviewer_curve_uses_the_reviewers_labels_keeps_unscored_ones_fast_and_stops_where_the_review_stopped():
+    from testbed.analysis.judge_eval import least_sure_order, reviewer_curve
+
+    references = ["genuine_followup", "echo_assistant", "degenerate", "new_question"] * 5
+    predicted = list(references)
+    predicted[0], predicted[5], predicted[10] = "new_question", "degenerate", "echo_assistant"
+    margins: list[float | None] = [0.9] * 20
+    margins[0], margins[5], margins[10], margins[3] = 0.01, 0.02, 0.03, 0.04
+    assert least_sure_order(margins)[:4] == [0, 5, 10, 3]
+    reviewed = {0: "genuine_followup", 5: "other", 10: None, 3: "new_question"}
+    curve = reviewer_curve(predicted, references, margins, reviewed, shares=(0.0, 0.1, 0.2, 0.5))
+    assert list(curve.share_by_hand) == [0.0, 0.1, 0.2], "0.5 would need reviews of turns nobody reviewed"
+    assert list(curve.unscored_reviews) == [0, 0, 1]
+    assert curve.followup_f1.iloc[1] == 1.0 and curve.kappa.iloc[1] < 1.0, "the reviewer fixed the missed follow-up, not turn 5"
+    assert curve.kappa.iloc[2] == curve.kappa.iloc[1], "an unscored review keeps the fast label; a right one changes nothing"

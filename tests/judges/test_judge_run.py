@@ -137,6 +137,39 @@ def test_eval_judge_of_a_learned_judge_shows_what_hand_labelling_its_least_sure_
     assert "least sure" not in local.stdout, "the rules store no probability, so there is no curve"
 
 
+def _reviewer_curve(tmp_path, replies: list[str]) -> list[dict]:
+    import yaml
+    from helpers import REPO
+
+    agent = tmp_path / "reviewer.yaml"
+    agent.write_text(yaml.safe_dump({"name": "scripted-reviewer", "backend": "scripted", "model": "scripted-reviewer",
+                                     "outputs": replies, "concurrency": 1}))
+    gold = str(REPO / "tests/fixtures/labelled-turns.jsonl")
+    out = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--reviewer", "failure-modes",
+                           "--reviewer-model", str(agent), "--reviewer-upto", "0.2"])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert "reviewing the least sure 11 turns (20%) with failure-modes..." in lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("agreement if the least sure turns take failure-modes's label"))
+    header = lines[start + 1].split()
+    assert header == ["share_by_hand", "turns_by_hand", "unscored_reviews", "kappa", "followup_f1"]
+    return [dict(zip(header, line.split())) for line in lines[start + 2:start + 5]]
+
+
+def test_eval_judge_with_an_llm_reviewer_judges_only_the_least_sure_turns_and_prints_its_curve(tmp_path):
+    from helpers import REPO
+
+    rows = _reviewer_curve(tmp_path, ['{"label": "genuine_followup", "reason": "scripted"}'])
+    assert [r["turns_by_hand"] for r in rows] == ["0", "6", "11"], "the curve stops at the share reviewed"
+    assert [r["unscored_reviews"] for r in rows] == ["0", "0", "0"]
+    garbled = _reviewer_curve(tmp_path, ["not json at all"])
+    assert [r["unscored_reviews"] for r in garbled] == ["0", "6", "11"], "a reply that never parses is unscored"
+    assert len({r["kappa"] for r in garbled}) == 1, "an unscored review keeps the fast label"
+    local = cli.invoke(app, ["eval-judge", "--judge", "local", str(REPO / "tests/fixtures/labelled-turns.jsonl"),
+                             "--reviewer", "failure-modes", "--reviewer-model", str(tmp_path / "reviewer.yaml")])
+    assert local.exit_code == 2 and "stores its margin" in local.output
+
+
 def test_eval_judge_checks_corrected_and_reviewed_intervals_against_the_reference_rate(tmp_path):
     from helpers import REPO
 
