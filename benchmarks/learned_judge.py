@@ -3,7 +3,7 @@
 Target: 1,000 turns/s on one core (issue 12). The process is pinned to one core with one BLAS
 thread, items come from the labelled training set (or the gold file when it is absent), repeated
 to `--turns`, and the best of `--rounds` timed passes is reported for each model file (by default
-learned-2, the boosted trees, and learned-1, the linear model) and for the rules. Each learned
+learned-3, the default boosted trees, learned-2, the trees before it, and learned-1, the linear model) and for the rules. Each learned
 figure includes featurising (the rules' features, the static embeddings) and the model. Prints one JSON line.
 
     .venv/bin/python benchmarks/learned_judge.py
@@ -29,7 +29,7 @@ from testbed.judges.verdict import JudgeInput  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = REPO / "judges" / "training" / "labels.jsonl"
 GOLD = REPO.parent / "shared" / "gold" / "dev.jsonl"
-MODELS = [REPO / "judges" / "models" / "learned-2.json", REPO / "judges" / "models" / "learned-1.json"]
+MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-3", "learned-2", "learned-1")]
 
 
 def items(path: Path, n: int) -> list[JudgeInput]:

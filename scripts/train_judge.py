@@ -5,8 +5,9 @@
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
 weighting) and the follow-up threshold by 5-fold cross-validation grouped by question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
-report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it (`testbed report RUN --judge
-learned --correct-with judges/models/learned-3.cv-error-rates.json`). The CV figures are also given per scenario kind
+report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it: over all
+turns, and per scenario kind (`learned-3.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
+run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-3.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
 (probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
@@ -18,7 +19,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
-from testbed.analysis.judge_training import GRIDS, train_with_error_rates
+from testbed.analysis.judge_training import ALL_KINDS, GRIDS, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT / "judges" / "training"
@@ -38,14 +39,15 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
-    cv_errors.save(errors, judge="learned")
+    for kind, counts in cv_errors.items():
+        counts.save(errors if kind == ALL_KINDS else errors.with_name(f"{args.out.stem}.cv-error-rates.{kind}.json"), judge="learned")
     chosen = report["chosen"]
     print(json.dumps({k: chosen[k] for k in ("params", "threshold", "kappa", "followup_f1", "followup_precision",
                                                "followup_recall", "kappa_followup")} | {"calibration_error": report["cv_calibration_error"]}))
     for kind, figures in report["cv_by_kind"].items():
         print(f"CV on {kind} turns: " + json.dumps(figures))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
-          f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} (for report --correct-with)")
+          f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} and per kind beside it (for report --correct-with)")
 
 
 if __name__ == "__main__":

@@ -153,10 +153,16 @@ def train(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *
     return model, report
 
 
+ALL_KINDS = "all"
+"""The key of the error counts over every labelled turn, beside one per scenario kind."""
+
+
 def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
-                           log=print) -> tuple[LinearModel | BoostedTrees, dict, JudgeErrorRates]:
+                           log=print) -> tuple[LinearModel | BoostedTrees, dict, dict[str, JudgeErrorRates]]:
     """`train`, and the cross-validated follow-up error counts with each turn's out-of-fold margin (the file
-    `report --correct-with` reads, whose margins `JudgeErrorRates.within` bands); the model's report keeps the counts only."""
+    `report --correct-with` reads, whose margins `JudgeErrorRates.within` bands): over every turn (key `ALL_KINDS`)
+    and per scenario kind, since a judge's errors on dialogue turns are not its errors on probe turns. The
+    model's report keeps the counts only."""
     if kind not in GRIDS:
         raise ValueError(f"unknown model kind {kind!r}; use one of {', '.join(GRIDS)}")
     data = load_labelled(path, embedder)
@@ -179,14 +185,19 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
     paths = _paths(path)
     names = "+".join(p.name for p in paths)
     errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{names}", margins)
+    kinds = [r.get("kind", "probe") for r in data.rows]
+    by_kind = {ALL_KINDS: errors} | {
+        k: JudgeErrorRates.from_pairs([predicted[i] == fu for i in at], [data.labels[i] == fu for i in at], f"cv:{names} ({k} turns)",
+                                      [margins[i] for i in at])
+        for k in sorted(set(kinds)) for at in [[i for i, x in enumerate(kinds) if x == k]]}
     report = {"data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
               "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted),
               "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"}, "cv_calibration_error": round(ece, 4)}
     fitted = _fit(kind, data.x, data.labels, best["params"], seed)
     if kind == "trees":
-        return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report, errors
-    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report, errors
+        return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report, by_kind
+    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, data.x.shape[1]), report, by_kind
 
 
 def _log_hand_labelling(labels: list[str], predicted: list[str], margins: list[float], log) -> None:

@@ -113,3 +113,13 @@ def test_the_dev_file_holds_a_margin_for_every_turn_and_bands_by_it():
     cut = sorted(m for m, _, _ in rates.turns)[len(rates.turns) // 5]
     sure = rates.within(cut)
     assert 300 <= len(sure.turns) <= 320 and sure.sensitivity + sure.specificity > rates.sensitivity + rates.specificity
+
+
+def test_the_shipped_per_kind_cv_counts_partition_the_pooled_ones():
+    models = REPO / "judges" / "models"
+    pooled = JudgeErrorRates.load(models / "learned-3.cv-error-rates.json")
+    parts = [JudgeErrorRates.load(path) for path in sorted(models.glob("learned-3.cv-error-rates.*.json"))]
+    assert {p.source.rsplit("(", 1)[1] for p in parts} >= {"probe turns)", "dialogue turns)"}
+    for field in ("true_positives", "false_negatives", "true_negatives", "false_positives"):
+        assert sum(getattr(p, field) for p in parts) == getattr(pooled, field)
+    assert sorted(t for p in parts for t in p.turns) == sorted(pooled.turns), "every turn, margin included, in exactly one kind"

@@ -174,7 +174,7 @@ def test_eval_judge_checks_corrected_and_reviewed_intervals_against_the_referenc
     from helpers import REPO
 
     gold = str(REPO / "tests/fixtures/labelled-turns.jsonl")
-    dev = str(REPO / "judges/models/learned-2.dev-error-rates.json")
+    dev = str(REPO / "judges/models/learned-3.dev-error-rates.json")
     out = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--correct-with", dev, "--review-share", "0.25"])
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()

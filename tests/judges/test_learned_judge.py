@@ -194,11 +194,15 @@ def test_several_labelled_files_are_pooled_and_scored_per_kind(tmp_path):
     second.write_text("".join(json.dumps(r) + "\n" for r in rows[96:]))
     grids, training.GRIDS = training.GRIDS, SMALL_GRIDS
     try:
-        _, report, errors = training.train_with_error_rates([first, second], "learned-test", default_embedder(), kind="trees",
+        _, report, by_kind_errors = training.train_with_error_rates([first, second], "learned-test", default_embedder(), kind="trees",
                                                             seed=1, log=lambda _: None)
     finally:
         training.GRIDS = grids
+    errors = by_kind_errors[training.ALL_KINDS]
     assert report["turns"] == 160 and report["data"] == "labels.jsonl+labels-later.jsonl" and errors.source.endswith("labels-later.jsonl")
+    assert sorted(by_kind_errors) == ["all", "dialogue", "probe"] and by_kind_errors["dialogue"].source.endswith("(dialogue turns)")
+    assert len(by_kind_errors["probe"].turns) == 96 and len(by_kind_errors["dialogue"].turns) == 64
+    assert by_kind_errors["dialogue"].turns == errors.turns[96:], "each kind's counts are its own turns, margins included"
     by_kind = report["cv_by_kind"]
     assert sorted(by_kind) == ["dialogue", "probe"] and (by_kind["probe"]["turns"], by_kind["dialogue"]["turns"]) == (96, 64)
     assert by_kind["dialogue"]["followups"] == sum(r["label"] == "genuine_followup" for r in rows[96:]) == 16

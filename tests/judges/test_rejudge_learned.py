@@ -1,4 +1,4 @@
-"""A run labelled by learned-1 is re-judged by learned-2 without regenerating; the old labels stay readable."""
+"""A run labelled by learned-1 is re-judged by the current learned judge without regenerating; the old labels stay readable."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from testbed.specs.loader import load_scenario
 from testbed.store.frames import labels_df, turns_df
 
 
-def test_rejudging_with_learned_2_keeps_the_learned_1_labels(spec_dir, store, tmp_path):
+def test_rejudging_with_the_current_learned_judge_keeps_the_learned_1_labels(spec_dir, store, tmp_path):
     backend = ScriptedBackend(lambda r: "Why did you multiply by 3 in the second step?")
     summary = asyncio.run(run_scenario(load_scenario(spec_dir()), store, backends={"assistant": backend, "user": backend},
                                        show_progress=False))
@@ -25,7 +25,7 @@ def test_rejudging_with_learned_2_keeps_the_learned_1_labels(spec_dir, store, tm
     old_labels = labels_df(store, summary.run_id, "learned@" + old.identity.version, exact=True)
     new = asyncio.run(judge_run(store, summary.run_id, load_judge("learned"), show_progress=False))
 
-    assert old.identity.version.startswith("learned-1+") and new.identity.version.startswith("learned-2+")
+    assert old.identity.version.startswith("learned-1+") and new.identity.version.startswith("learned-3+")
     assert new.scored == old.scored == len(turns_df(store, summary.run_id)) > 0 and new.unscored == 0
     assert store.episodes(summary.run_id) == episodes_before, "nothing was regenerated"
     again = labels_df(store, summary.run_id, "learned@" + old.identity.version, exact=True)

@@ -50,7 +50,7 @@ async def test_the_least_sure_share_is_chosen_and_the_reviewed_labels_name_both_
     write_labels(store, run_id, ALICE, reviewed)
     composed = compose_review(store, plan, ALICE)
     assert composed.decided == {FAST: 9, REVIEW: 2, PENDING: 1}
-    assert str(composed.identity).startswith("reviewed@learned@learned-2+") and str(composed.identity).endswith("/25%:human@v1:alice")
+    assert str(composed.identity).startswith("reviewed@learned@learned-3+") and str(composed.identity).endswith("/25%:human@v1:alice")
     fast_rows = {(r.episode_id, r.turn_index): r for r in latest_labels(store, run_id, fast)}
     for row in latest_labels(store, run_id, composed.identity):
         key = (row.episode_id, row.turn_index)
@@ -119,7 +119,7 @@ def test_reviewed_rates_are_corrected_stage_by_stage_with_the_fast_judges_band(s
     db = str(store.path)
     assert cli.invoke(app, ["review", run_id, "--by", "failure-modes", "--model", str(judge_agent), "--share", "0.5",
                             "--store", db]).exit_code == 0
-    dev = "judges/models/learned-2.dev-error-rates.json"
+    dev = "judges/models/learned-3.dev-error-rates.json"
     out = cli.invoke(app, ["report", run_id, "--store", db, "-f", "json", "--correct-with", dev])
     assert out.exit_code == 0, out.output
     rows = json.loads(out.stdout)
