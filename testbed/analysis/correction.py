@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -100,6 +101,13 @@ class JudgeErrorRates:
         fp = sum(p and (not r) for p, r in zip(predicted, reference))
         turns = tuple((round(float(m), 6), p, r) for m, p, r in zip(margins, predicted, reference)) if margins is not None else ()
         return cls(tp, fn, tn, fp, source, turns)
+
+    @property
+    def measured_on_kind(self) -> str | None:
+        """The scenario kind these counts were measured on, where the source names one (the trainer's per-kind
+        files end in `(<kind> turns)`); None for counts over mixed or unnamed turns."""
+        match = re.search(r"\((\w+) turns\)$", self.source)
+        return match.group(1) if match else None
 
     def within(self, min_margin: float) -> "JudgeErrorRates":
         """The counts over the labelled turns with margin ≥ `min_margin`: the band the fast judge decides when

@@ -136,3 +136,10 @@ def test_reviewed_rates_are_corrected_stage_by_stage_with_the_fast_judges_band(s
     bare.write_text(json.dumps({"true_positives": 36, "false_negatives": 19, "true_negatives": 312, "false_positives": 23}))
     refused = cli.invoke(app, ["report", run_id, "--store", db, "--correct-with", str(bare)])
     assert refused.exit_code == 2 and "hold no per-turn margins" in refused.output and "--save-error-rates" in refused.output
+
+    probe_counts, dialogue_counts = ("judges/models/learned-3.cv-error-rates.probe.json", "judges/models/learned-3.cv-error-rates.dialogue.json")
+    matched = cli.invoke(app, ["report", run_id, "--store", db, "--correct-with", probe_counts])
+    assert matched.exit_code == 0 and "note:" not in matched.output, "a probe run corrected with probe-turn counts"
+    mismatched = cli.invoke(app, ["report", run_id, "--store", db, "--correct-with", dialogue_counts])
+    said = " ".join(mismatched.output.split())
+    assert mismatched.exit_code == 0 and "holds the judge's errors on dialogue turns" in said and "has probe turns" in said
