@@ -107,9 +107,13 @@ def scores(labels: list[str], predicted: list[str]) -> dict:
             "followup_recall": tp / sum(ref) if sum(ref) else float("nan"), "kappa_followup": cohen_kappa(ref, got)}
 
 
-def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str]) -> dict[str, dict]:
+def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str], margins: list[float] | None = None) -> dict[str, dict]:
     """`scores` per scenario kind (a row's `kind`, probe when absent), with the turn and follow-up counts, the
-    drift F1 (any of the taxonomy's drift labels against the rest) and each drift label's own F1 and count."""
+    drift F1 (any of the taxonomy's drift labels against the rest) and each drift label's own F1 and count; with
+    `margins`, also κ and follow-up F1 when the kind's least sure 10-50 % of turns take the reference label
+    (`reviewed`: share → [κ, F1]), the curve `testbed review` on a run of that kind would follow."""
+    from testbed.analysis.judge_eval import hand_labelling_curve
+
     drift = set(taxonomy().drift_labels)
     out = {}
     for kind in sorted({r.get("kind", "probe") for r in rows}):
@@ -120,6 +124,9 @@ def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str]) ->
         counts = {"turns": len(at), "followups": sum(x == taxonomy().followup_label for x in y)} | {
             f"{label}_turns": sum(x == label for x in y) for label in sorted(drift)}
         out[kind] = counts | {k: round(v, 3) for k, v in s.items()}
+        if margins is not None:
+            curve = hand_labelling_curve(p, y, [margins[k] for k in at])
+            out[kind]["reviewed"] = {f"{r.share_by_hand:g}": [round(r.kappa, 3), round(r.followup_f1, 3)] for r in curve.itertuples()}
     return out
 
 
@@ -192,7 +199,7 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
         for k in sorted(set(kinds)) for at in [[i for i, x in enumerate(kinds) if x == k]]}
     report = {"data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
-              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted),
+              "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted, margins),
               "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"}, "cv_calibration_error": round(ece, 4)}
     fitted = _fit(kind, data.x, data.labels, best["params"], seed)
     if kind == "trees":

@@ -208,6 +208,9 @@ def test_several_labelled_files_are_pooled_and_scored_per_kind(tmp_path):
     assert by_kind["dialogue"]["followups"] == sum(r["label"] == "genuine_followup" for r in rows[96:]) == 16
     assert by_kind["dialogue"]["echo_assistant_turns"] == 16 and by_kind["dialogue"]["meta_planning_turns"] == 0
     assert by_kind["probe"]["kappa"] > 0.9 and by_kind["dialogue"]["drift_f1"] > 0.9, "the synthetic labels are separable"
+    reviewed = by_kind["dialogue"]["reviewed"]
+    assert list(reviewed) == ["0", "0.1", "0.2", "0.25", "0.3", "0.4", "0.5"] and reviewed["0"][0] == by_kind["dialogue"]["kappa"]
+    assert reviewed["0.5"][0] >= reviewed["0"][0], "reference labels on the least sure half can only help"
 
 
 def test_scores_by_kind_count_drift_labels_apart_from_the_rest():
