@@ -164,6 +164,25 @@ ALL_KINDS = "all"
 """The key of the error counts over every labelled turn, beside one per scenario kind."""
 
 
+def margins_of(proba: np.ndarray, threshold: float) -> list[float]:
+    """Each turn's margin (`testbed.judges.learned.doubt`) from its class probabilities (taxonomy order)."""
+    classes = list(taxonomy().labels)
+    fu = classes.index(taxonomy().followup_label)
+    return [margin(dict(zip(classes, map(float, p))), float(p[fu]), threshold) for p in proba]
+
+
+def cv_error_rates(data: Labelled, predicted: list[str], margins: list[float], source: str) -> dict[str, JudgeErrorRates]:
+    """Follow-up error counts with margins over every turn (`ALL_KINDS`) and per scenario kind (`<source> (<kind> turns)`)."""
+    fu = taxonomy().followup_label
+    kinds = [r.get("kind", "probe") for r in data.rows]
+    by_kind = {ALL_KINDS: JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], source, margins)}
+    for kind in sorted(set(kinds)):
+        at = [i for i, x in enumerate(kinds) if x == kind]
+        by_kind[kind] = JudgeErrorRates.from_pairs([predicted[i] == fu for i in at], [data.labels[i] == fu for i in at],
+                                                   f"{source} ({kind} turns)", [margins[i] for i in at])
+    return by_kind
+
+
 def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
                            log=print) -> tuple[LinearModel | BoostedTrees, dict, dict[str, JudgeErrorRates]]:
     """`train`, and the cross-validated follow-up error counts with each turn's out-of-fold margin (the file
@@ -187,16 +206,12 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
     per_label = compare(predicted, data.labels, classes).per_label
     fu = taxonomy().followup_label
     ece = calibration_error(proba[:, classes.index(fu)], [r == fu for r in data.labels])
-    margins = [margin(dict(zip(classes, map(float, p))), float(p[classes.index(fu)]), best["threshold"]) for p in proba]
+    margins = margins_of(proba, best["threshold"])
     _log_hand_labelling(data.labels, predicted, margins, log)
     paths = _paths(path)
     names = "+".join(p.name for p in paths)
-    errors = JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], f"cv:{names}", margins)
-    kinds = [r.get("kind", "probe") for r in data.rows]
-    by_kind = {ALL_KINDS: errors} | {
-        k: JudgeErrorRates.from_pairs([predicted[i] == fu for i in at], [data.labels[i] == fu for i in at], f"cv:{names} ({k} turns)",
-                                      [margins[i] for i in at])
-        for k in sorted(set(kinds)) for at in [[i for i, x in enumerate(kinds) if x == k]]}
+    by_kind = cv_error_rates(data, predicted, margins, f"cv:{names}")
+    errors = by_kind[ALL_KINDS]
     report = {"data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
               "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
               "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted, margins),

@@ -56,7 +56,7 @@ def test_selectors_match_on_the_version_before_the_digest_and_on_a_named_model()
     assert not matches("learned-1@learned-2", LEARNED)
     assert matches("failure-modes@failure-modes-2", MODES) and matches("failure-modes@failure-modes-2:smollm2", MODES)
     assert not matches("failure-modes@failure-modes-2:qwen", MODES) and not matches("failure-modes@failure-modes-1", MODES)
-    assert figures_for(JudgeIdentity("learned", "learned-3+ab12")) == []
+    assert figures_for(JudgeIdentity("learned", "learned-4+ab12")) == []
 
 
 def test_a_recorded_evaluation_comes_first_newest_per_set(tmp_path, monkeypatch):

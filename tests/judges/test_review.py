@@ -97,7 +97,7 @@ def test_review_by_a_model_judge_pays_for_the_chosen_turns_only_and_every_face_r
     assert sum(r["judged"] for r in report) == 12
     shown = cli.invoke(app, ["report", run_id, "--store", db])
     assert "reviewed@learned@" in shown.output and "50% by the review" in shown.output, shown.output
-    assert "gold dev (390, held out) κ 0.742" in shown.output, "the fast judge's measured figures are named"
+    assert "gold dev (390, held out) κ 0.74 / F1 0.677" in shown.output, "the fast judge's measured figures are named"
     assert "failure-modes@failure-modes-2:scripted-judge: no measured figures" in shown.output and "--record" in shown.output
 
 

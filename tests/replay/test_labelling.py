@@ -152,7 +152,7 @@ def test_the_queue_puts_a_near_tie_between_two_labels_first_even_when_the_follow
     plain_order = [(t.episode_id, t.turn_index) for t in LabellingSession.open(store, RunCatalog.load(store, run_id), "dana").order]
     session = LabellingSession.open(store, RunCatalog.load(store, run_id), "dana", doubt_of=learned)
     got = [(t.episode_id, t.turn_index) for t in session.order]
-    assert got[:2] == [keys[5], keys[9]], "margin 0.02 (label gap) before 0.05 (twice the follow-up distance)"
+    assert got[:2] == [keys[9], keys[5]], "P(right) 0.25 (a follow-up just over its threshold) before 0.46 (a torn label)"
     judged = set(keys[:12])
     assert got[2:12] == [k for k in plain_order if k in judged and k not in chosen], "equally sure verdicts keep their order"
     assert got[12:] == [k for k in plain_order if k not in judged], "turns without a learned verdict follow, in the fair order"

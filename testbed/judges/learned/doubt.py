@@ -1,12 +1,13 @@
 """How sure the learned judge was of a verdict: the order in which people should label turns.
 
-A verdict is two decisions, so its margin is the smaller of two: the gap between the two most
-probable labels (the 8-way label) and twice the distance of P(follow-up) from the threshold (the
-follow-up decision). The factor 2 puts the two on one scale and was chosen by cross-validation on
-the training labels (`judges/training/labels.jsonl`, never the gold dev set): with the out-of-fold
-predictions of learned-2, hand-labelling the 20 % of turns with the smallest margin lifts the set
-to κ 0.768 / follow-up F1 0.742, against 0.756 / 0.726 when ordered by the follow-up distance
-alone and 0.784 / 0.719 by the label gap alone.
+A verdict's margin is the probability that it is right: the judge's calibrated probability of the
+label it decided (P(follow-up) when that reaches the threshold, else the most probable other
+label). Since the label decides the follow-up verdict, a turn whose follow-up decision is in doubt is
+in doubt here too. The least sure turns are those with the smallest margin (least-confidence
+ordering, no parameter to tune). On the out-of-fold predictions of learned-3 (grouped CV on
+`judges/training/labels.jsonl` and `labels-later.jsonl`), hand-labelling the 25 % of turns with
+the smallest margin lifts the set to κ 0.835 / follow-up F1 0.808, against 0.812 / 0.789 for the
+earlier margin, min(top-two label gap, 2·|P(follow-up) − threshold|).
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-FOLLOWUP_WEIGHT = 2.0
+from testbed.judges.taxonomy import taxonomy
 
 
 def margin(probabilities: Mapping[str, float] | None, p_followup: float, threshold: float) -> float:
-    """The verdict's margin: min(top-two label gap, 2·|P(follow-up) − threshold|); without probabilities, the second only."""
-    followup = FOLLOWUP_WEIGHT * abs(p_followup - threshold)
-    if not probabilities or len(probabilities) < 2:
-        return followup
-    first, second = sorted(probabilities.values(), reverse=True)[:2]
-    return min(first - second, followup)
+    """The probability that the verdict is right: P(follow-up) when it reaches `threshold`, else the largest
+    probability of another label; without a probability table, of the follow-up decision alone."""
+    if p_followup >= threshold:
+        return p_followup
+    others = [p for label, p in (probabilities or {}).items() if label != taxonomy().followup_label]
+    return max(others) if others else 1.0 - p_followup
 
 
 def stored_margin(raw: str | None) -> float | None:
