@@ -107,6 +107,12 @@ def scores(labels: list[str], predicted: list[str]) -> dict:
             "followup_recall": tp / sum(ref) if sum(ref) else float("nan"), "kappa_followup": cohen_kappa(ref, got)}
 
 
+def positions_by_kind(rows: list[dict]) -> dict[str, list[int]]:
+    """Row positions per scenario kind (a row's `kind`, probe when absent), kinds in name order."""
+    kinds = [r.get("kind", "probe") for r in rows]
+    return {kind: [i for i, k in enumerate(kinds) if k == kind] for kind in sorted(set(kinds))}
+
+
 def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str], margins: list[float] | None = None) -> dict[str, dict]:
     """`scores` per scenario kind (a row's `kind`, probe when absent), with the turn and follow-up counts, the
     drift F1 (any of the taxonomy's drift labels against the rest) and each drift label's own F1 and count; with
@@ -116,8 +122,7 @@ def scores_by_kind(rows: list[dict], labels: list[str], predicted: list[str], ma
 
     drift = set(taxonomy().drift_labels)
     out = {}
-    for kind in sorted({r.get("kind", "probe") for r in rows}):
-        at = [k for k, r in enumerate(rows) if r.get("kind", "probe") == kind]
+    for kind, at in positions_by_kind(rows).items():
         y, p = [labels[k] for k in at], [predicted[k] for k in at]
         s = scores(y, p) | {"drift_f1": f1_binary([x in drift for x in p], [x in drift for x in y])}
         s |= {f"{label}_f1": f1_binary([x == label for x in p], [x == label for x in y]) for label in sorted(drift)}
@@ -174,10 +179,8 @@ def margins_of(proba: np.ndarray, threshold: float) -> list[float]:
 def cv_error_rates(data: Labelled, predicted: list[str], margins: list[float], source: str) -> dict[str, JudgeErrorRates]:
     """Follow-up error counts with margins over every turn (`ALL_KINDS`) and per scenario kind (`<source> (<kind> turns)`)."""
     fu = taxonomy().followup_label
-    kinds = [r.get("kind", "probe") for r in data.rows]
     by_kind = {ALL_KINDS: JudgeErrorRates.from_pairs([p == fu for p in predicted], [r == fu for r in data.labels], source, margins)}
-    for kind in sorted(set(kinds)):
-        at = [i for i, x in enumerate(kinds) if x == kind]
+    for kind, at in positions_by_kind(data.rows).items():
         by_kind[kind] = JudgeErrorRates.from_pairs([predicted[i] == fu for i in at], [data.labels[i] == fu for i in at],
                                                    f"{source} ({kind} turns)", [margins[i] for i in at])
     return by_kind

@@ -161,15 +161,15 @@ def eval_judge(
                       f"(fast part corrected with {correction.source} within its band):", soft_wrap=True)
         console.print(reviewed.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
         console.print(f"reviewed 95% intervals cover the reference rate in {int(reviewed.covers.sum())} of {len(reviewed)} conditions")
-    judged = [(v, r) for v, r in zip(verdicts, references) if v.scored and v.label is not None]
+    kept = [k for k, v in enumerate(verdicts) if v.scored and v.label is not None]
+    judged = [(verdicts[k], references[k]) for k in kept]
     margins = [stored_margin(v.raw) for v, _ in judged]
     if judged and all(m is not None for m in margins):
         console.print("agreement if the least sure turns are labelled by hand (replay --uncertain-first):", soft_wrap=True)
         curve = hand_labelling_curve([v.label for v, _ in judged], [r for _, r in judged], margins)
         console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
         if review_judge is not None:
-            items = [item for (item, _), v in zip(rows, verdicts) if v.scored and v.label is not None]
-            _print_reviewer_curve(review_judge, reviewer, items, judged, margins, reviewer_upto)
+            _print_reviewer_curve(review_judge, reviewer, [rows[k][0] for k in kept], judged, margins, reviewer_upto)
     elif review_judge is not None:
         fail(f"--reviewer needs a fast judge that stores its margin (--judge learned), not {judge}")
     rates = error_rates(verdicts, references, str(gold))

@@ -1,8 +1,8 @@
 """How sure the learned judge was of a verdict: the order in which people should label turns.
 
 A verdict's margin is the probability that it is right: the judge's calibrated probability of the
-label it decided (P(follow-up) when that reaches the threshold, else the most probable other
-label). Since the label decides the follow-up verdict, a turn whose follow-up decision is in doubt is
+label its own rule (`decision.decide_label`) decided: P(follow-up) when that reaches the threshold,
+else the most probable other label. Since the label decides the follow-up verdict, a turn whose follow-up decision is in doubt is
 in doubt here too. The least sure turns are those with the smallest margin (least-confidence
 ordering, no parameter to tune). On the out-of-fold predictions of learned-3 (grouped CV on
 `judges/training/labels.jsonl` and `labels-later.jsonl`), hand-labelling the 25 % of turns with
@@ -15,16 +15,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+import numpy as np
+
+from testbed.judges.learned.decision import decide_label
 from testbed.judges.taxonomy import taxonomy
 
 
 def margin(probabilities: Mapping[str, float] | None, p_followup: float, threshold: float) -> float:
     """The probability that the verdict is right: P(follow-up) when it reaches `threshold`, else the largest
     probability of another label; without a probability table, of the follow-up decision alone."""
-    if p_followup >= threshold:
-        return p_followup
-    others = [p for label, p in (probabilities or {}).items() if label != taxonomy().followup_label]
-    return max(others) if others else 1.0 - p_followup
+    followup = taxonomy().followup_label
+    if not probabilities or set(probabilities) == {followup}:
+        return p_followup if p_followup >= threshold else 1.0 - p_followup
+    table = {**probabilities, followup: p_followup}
+    return table[decide_label(np.array(list(table.values())), list(table), threshold)]
 
 
 def stored_margin(raw: str | None) -> float | None:
