@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from testbed.cli.app import StoreOpt, _error_rates, app, console, fail, open_store, run_async
-from testbed.cli.shell import Terminated
+from testbed.cli.shell import Terminated, say
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
@@ -188,7 +188,7 @@ def _print_reviewer_curve(review_judge, name: str, items: list, judged: list, ma
     from testbed.analysis.judge_eval import HAND_SHARES, least_sure_order, reviewer_curve, run_judge
 
     chosen = least_sure_order(margins)[:round(upto * len(judged))]
-    console.print(f"reviewing the least sure {len(chosen)} turns ({upto:.0%}) with {name}...", soft_wrap=True)
+    say(f"reviewing the least sure {len(chosen)} turns ({upto:.0%}) with {name}...")
     try:
         reviews = asyncio.run(run_judge(review_judge, [items[i] for i in chosen]))
     except SpecError as exc:
@@ -196,7 +196,7 @@ def _print_reviewer_curve(review_judge, name: str, items: list, judged: list, ma
     reviewed = {i: (v.label if v.scored else None) for i, v in zip(chosen, reviews)}
     curve = reviewer_curve([v.label for v, _ in judged], [r for _, r in judged], margins, reviewed,
                            tuple(s for s in HAND_SHARES if s <= upto + 1e-9))
-    console.print(f"agreement if the least sure turns take {name}'s label (its unscored verdicts keep the fast label):", soft_wrap=True)
+    say(f"agreement if the least sure turns take {name}'s label (its unscored verdicts keep the fast label):")
     console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
 
 

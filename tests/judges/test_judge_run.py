@@ -170,6 +170,24 @@ def test_eval_judge_with_an_llm_reviewer_judges_only_the_least_sure_turns_and_pr
     assert local.exit_code == 2 and "stores its margin" in local.output
 
 
+def test_a_hostile_reviewer_name_is_printed_as_text_not_markup_or_escapes(tmp_path):
+    import yaml
+    from helpers import REPO
+
+    agent = tmp_path / "reviewer.yaml"
+    agent.write_text(yaml.safe_dump({"name": "scripted-reviewer", "backend": "scripted", "model": "scripted-reviewer",
+                                     "outputs": ['{"label": "genuine_followup", "reason": "scripted"}'], "concurrency": 1}))
+    spec = yaml.safe_load((REPO / "judges/failure-modes.yaml").read_text())
+    spec["prompt_file"] = str(REPO / "judges" / spec["prompt_file"])
+    hostile = tmp_path / "rev[red]\x1b[2J.yaml"
+    hostile.write_text(yaml.safe_dump(spec))
+    out = cli.invoke(app, ["eval-judge", "--judge", "learned", str(REPO / "tests/fixtures/labelled-turns.jsonl"),
+                           "--reviewer", str(hostile), "--reviewer-model", str(agent), "--reviewer-upto", "0.1"])
+    assert out.exit_code == 0, out.output
+    assert "\x1b" not in out.output, "no escape sequence reaches the terminal"
+    assert "rev[red]" in out.output and "reviewing the least sure 6 turns (10%) with" in out.output, "brackets are text, not markup"
+
+
 def test_eval_judge_checks_corrected_and_reviewed_intervals_against_the_reference_rate(tmp_path):
     from helpers import REPO
 
