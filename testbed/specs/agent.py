@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
+from testbed.limits import MAX_REPLY_BYTES
 from testbed.specs.registries import BACKENDS, registered
 
 BackendName = registered(BACKENDS)
@@ -146,7 +147,7 @@ class AgentSpec(Strict):
     (testbed.backends.agent_protocol); `model` may then be left out (it defaults to `name`).
     """
 
-    LEFT_OUT_AT_DEFAULT = ("base_urls", "callable", "options", "url")
+    LEFT_OUT_AT_DEFAULT = ("base_urls", "callable", "options", "url", "max_reply_bytes")
 
     name: str = Field(min_length=1)
     backend: BackendName
@@ -164,6 +165,9 @@ class AgentSpec(Strict):
     the first one, so a hung server stops the run within about this long plus five seconds."""
     max_retries: int = Field(4, ge=0, le=20)
     """Retries of a transient fault (5xx, 429, reset, unreadable reply), with capped backoff and `Retry-After` honoured."""
+    max_reply_bytes: int = Field(MAX_REPLY_BYTES, ge=1024, le=1024**3)
+    """Largest reply body read from this agent or its server, in bytes; a longer or endless one is cut off there and is
+    that attempt's error (testbed.limits)."""
     server: ServerSpec = ServerSpec()
     capabilities: CapabilitiesSpec | None = None
     outputs: list[str] | None = None
