@@ -8,6 +8,7 @@ from testbed.cli import export as _export  # noqa: F401  (registers export)
 from testbed.cli import plot as _plot  # noqa: F401  (registers plot)
 from testbed.cli import fault_review as _fault_review  # noqa: F401  (registers review-faults)
 from testbed.cli import review as _review  # noqa: F401  (registers review)
+from testbed.cli import recover as _recover  # noqa: F401  (registers recover)
 from testbed.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -25,7 +25,7 @@ def damaged_message(path: Path | str, exc: BaseException) -> str:
     path = Path(path)
     recovered = path.with_name(f"{path.stem}-recovered{path.suffix or '.sqlite'}")
     return (f"the store {path} is damaged (SQLite: {exc}). Recover the rows that can still be read into a new file with "
-            f"`sqlite3 {path} .recover | sqlite3 {recovered}` and pass --store {recovered}; keep the damaged file until the "
+            f"`testbed recover {path} {recovered}` and pass --store {recovered}; keep the damaged file until the "
             "copy is checked. A resumed run redoes only the episodes the copy lacks.")
 
 

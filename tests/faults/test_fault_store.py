@@ -25,10 +25,13 @@ def test_a_damaged_store_is_named_with_the_recovery_command(tmp_path):
         out = run_cli(*command, "--store", str(bad))
         assert out.returncode == 2, out.stderr
         assert f"the store {bad} is damaged" in out.stderr
-        assert f"sqlite3 {bad} .recover | sqlite3 {tmp_path / 's-recovered.sqlite'}" in out.stderr
+        assert f"testbed recover {bad} {tmp_path / 's-recovered.sqlite'}" in out.stderr
         assert "report it" not in out.stderr and "Traceback" not in out.stderr
     with pytest.raises(StoreError, match="is damaged"):
         Store(bad)
+    nothing = run_cli("recover", str(bad), str(tmp_path / "s-recovered.sqlite"))
+    assert nothing.returncode == 2 and "nothing in" in nothing.stderr and "Traceback" not in nothing.stderr
+    assert not (tmp_path / "s-recovered.sqlite").exists()
 
 
 def as_nobody() -> list[str]:
