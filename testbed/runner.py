@@ -49,11 +49,15 @@ class RunSummary:
     """The run's log file (frameworks' own log records, failed episodes' tracebacks), when anything was written."""
 
 
-def default_run_id(scenario: ResolvedScenario, framework: str = "native") -> str:
+def default_run_id(scenario: ResolvedScenario, framework: str = "native", store: Store | None = None) -> str:
     """The same spec (and framework) gives the same run id, so running it again resumes it; a native run's
-    id is the scenario name and spec hash, a framework with its own client has its name between them."""
+    id is the scenario name and spec hash, a framework with its own client has its name between them. With
+    `store`, a run the store holds under the id the spec had before run ids left out where servers live is that run's."""
     middle = f"{framework}-" if owns_client(framework) else ""
-    return f"{scenario.spec.name}-{middle}{scenario.fingerprint()}"
+    run_id = f"{scenario.spec.name}-{middle}{scenario.fingerprint()}"
+    if store is None:
+        return run_id
+    return store.resumable_run_id(run_id, f"{scenario.spec.name}-{middle}{scenario.legacy_fingerprint()}")
 
 
 def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
@@ -111,7 +115,8 @@ async def run_scenario(
     around the episodes (not the lease, servers or plan), so a benchmark times the hot path without patching it.
     """
     preflight(scenario, framework)
-    run_id = run_id or default_run_id(scenario, framework)
+    run_id = run_id or default_run_id(scenario, framework, store)
+    scenario = scenario.as_made_under(store.run_fingerprint(run_id))
     wire = owns_client(framework) if wire is None else wire
     async with leased_run(store, run_id) as state:
         async with BackendPool() as pool:
@@ -120,7 +125,7 @@ async def run_scenario(
             total = sum(len(v) for _, v in planned)
             store.begin_run(run_id, scenario=scenario.spec.name, kind=scenario.spec.kind, spec=scenario.as_dict(),
                             fingerprint=scenario.fingerprint(), versions=package_versions(), git_revision=git_revision(),
-                            planned=total, framework=framework)
+                            planned=total, framework=framework, legacy_fingerprint=scenario.legacy_fingerprint())
             pending = pending_units(store, run_id, planned)
             todo = sum(len(vs) for _, vs in pending)
             if todo:

@@ -23,9 +23,11 @@ from testbed.specs.sweep import ResolvedSweep
 from testbed.store import Store
 
 
-def sweep_run_id(sweep: ResolvedSweep) -> str:
-    """The same sweep gives the same run id, so running it again resumes it."""
-    return f"{sweep.spec.name}-{sweep.fingerprint()}"
+def sweep_run_id(sweep: ResolvedSweep, store: Store | None = None) -> str:
+    """The same sweep gives the same run id, so running it again resumes it (with `store`, a run made under the id
+    the sweep had before run ids left out where servers live is that run's)."""
+    run_id = f"{sweep.spec.name}-{sweep.fingerprint()}"
+    return run_id if store is None else store.resumable_run_id(run_id, f"{sweep.spec.name}-{sweep.legacy_fingerprint()}")
 
 
 def preflight_sweep(sweep: ResolvedSweep) -> None:
@@ -95,12 +97,14 @@ async def run_sweep(
     `plot`, `graph` and `export` read it as one.
     """
     preflight_sweep(sweep)
-    run_id = run_id or sweep_run_id(sweep)
+    run_id = run_id or sweep_run_id(sweep, store)
+    sweep = sweep.as_made_under(store.run_fingerprint(run_id))
     async with leased_run(store, run_id) as state:
         planned = [(cell, await asyncio.to_thread(plan, cell)) for cell in sweep.cells]
         total = sum(len(v) for _, units in planned for _, v in units)
         store.begin_run(run_id, scenario=sweep.spec.name, kind=sweep.spec.scenario, spec=sweep.as_dict(), fingerprint=sweep.fingerprint(),
-                        versions=package_versions(), git_revision=git_revision(), planned=total)
+                        versions=package_versions(), git_revision=git_revision(), planned=total,
+                        legacy_fingerprint=sweep.legacy_fingerprint())
         work = [(cell, pending) for cell, units in planned if (pending := pending_units(store, run_id, units))]
         todo = sum(len(vs) for _, pending in work for _, vs in pending)
         if todo:

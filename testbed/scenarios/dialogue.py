@@ -56,7 +56,7 @@ def limits_of(spec) -> Limits:
 def conversation_identity(scenario: ResolvedScenario) -> tuple:
     """What every conversation of the scenario shares and its episode ids hash: the agents, prompts and limits."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
-    return (a.as_dict()["spec"], a.system_prompt, u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens,
+    return (a.identity(), a.system_prompt, u.identity(), scenario.user_prompt, spec.max_tokens,
             spec.max_user_turns, spec.token_budget, spec.end_marker)
 
 

@@ -31,7 +31,7 @@ from testbed.transcript import DATASET_SPEAKER, Message, Transcript
 
 def answer_id(scenario: ResolvedScenario, item: DatasetItem) -> str:
     """Id of the shared assistant answer of an item (same assistant, same item → same answer)."""
-    return stable_hash("answer", item.dataset, item.item_id, scenario.assistant.as_dict()["spec"], scenario.assistant.system_prompt)
+    return stable_hash("answer", item.dataset, item.item_id, scenario.assistant.identity(), scenario.assistant.system_prompt)
 
 
 def shows_real_answer(scenario: ResolvedScenario, item: DatasetItem) -> bool:
@@ -42,7 +42,7 @@ def shows_real_answer(scenario: ResolvedScenario, item: DatasetItem) -> bool:
 def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVariant]:
     """Every variant of one item, in a fixed order; a real context's reference episode first."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
-    user_identity = (u.as_dict()["spec"], scenario.user_prompt, spec.max_tokens)
+    user_identity = (u.identity(), scenario.user_prompt, spec.max_tokens)
     answer = answer_id(scenario, item)
     real = shows_real_answer(scenario, item)
     assistant_agent = REAL_ASSISTANT if real else a.spec.name

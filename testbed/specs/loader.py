@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,27 @@ def _prompt(path: Path, field: str, value: Path | None) -> str | None:
     return read_text(named_path(path, value), named_by=(path, field), what="prompt file")
 
 
+WHERE_SERVERS_LIVE = ("base_url", "base_urls", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_reply_bytes")
+"""Agent fields that say where its server is and how it is reached, not what it generates."""
+WHERE_MANAGED_SERVERS_LIVE = ("port", "startup_timeout_s", "replicas", "gpu_memory_utilization")
+"""Fields of a managed server (`server:`) that say where it listens and how much of the machine it takes, not what
+the model generates (dtype, max_model_len, parallelism and extra flags can change that, and stay)."""
+
+
+def experiment_of(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent as `ResolvedAgent.as_dict` gives it, less its file's path and where its server lives
+    (WHERE_SERVERS_LIVE, WHERE_MANAGED_SERVERS_LIVE): what goes into the run id."""
+    spec = {k: v for k, v in agent["spec"].items() if k not in WHERE_SERVERS_LIVE}
+    if isinstance(spec.get("server"), dict):
+        spec["server"] = {k: v for k, v in spec["server"].items() if k not in WHERE_MANAGED_SERVERS_LIVE}
+    return {**{k: v for k, v in agent.items() if k != "path"}, "spec": spec}
+
+
+def spec_hash(blob: dict[str, Any]) -> str:
+    """The short hash a run id ends in: ten hex digits of the sha256 of the blob's sorted JSON."""
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
+
+
 @dataclass(frozen=True)
 class ResolvedAgent:
     """An agent spec with its prompt text read, and the file it came from."""
@@ -88,10 +109,18 @@ class ResolvedAgent:
     spec: AgentSpec
     path: Path
     system_prompt: str | None
+    legacy_ids: bool = False
+    """Set on the agents of a run made before ids left out where servers live: `identity` then hashes as it did."""
 
     def as_dict(self) -> dict[str, Any]:
-        """Everything that defines the agent, for the store and for stable ids."""
+        """Everything that defines the agent, for the store."""
         return {"path": str(self.path), "spec": self.spec.model_dump(mode="json"), "system_prompt": self.system_prompt}
+
+    def identity(self) -> dict[str, Any]:
+        """The agent spec as episode and answer ids hash it: without where its server lives (`experiment_of`), so
+        a run whose server moved finds its finished episodes; the whole spec for a run made before (`legacy_ids`)."""
+        whole = self.as_dict()
+        return whole["spec"] if self.legacy_ids else experiment_of(whole)["spec"]
 
 
 def load_agent(ref: str | Path, *, relative_to: Path | None = None) -> ResolvedAgent:
@@ -132,12 +161,33 @@ class ResolvedScenario:
         return out
 
     def fingerprint(self) -> str:
-        """A short hash of everything that changes what a run generates."""
+        """A short hash of what the experiment is (models, sampling, prompts, seeds, items), the end of the run id:
+        where the servers live is left out (`experiment_of`), so a run whose server moved resumes."""
+        blob = self.as_dict()
+        for key in ("assistant", "user"):
+            blob[key] = experiment_of(blob[key])
+        blob.pop("path")
+        return spec_hash(blob)
+
+    def as_made_under(self, stored_fingerprint: str | None) -> "ResolvedScenario":
+        """This scenario as the run stored with `stored_fingerprint` planned it: with the ids it had before ids left
+        out where servers live when that run was made then (its fingerprint is the legacy one), else unchanged."""
+        if stored_fingerprint in (None, self.fingerprint()) or stored_fingerprint != self.legacy_fingerprint():
+            return self
+        return self.with_legacy_ids()
+
+    def with_legacy_ids(self) -> "ResolvedScenario":
+        """The same scenario planning the episode and answer ids a run made before issue 36 has."""
+        return replace(self, assistant=replace(self.assistant, legacy_ids=True), user=replace(self.user, legacy_ids=True))
+
+    def legacy_fingerprint(self) -> str:
+        """The hash run ids ended in before they left out where servers live (everything but file paths): a store's
+        run made then is found under it and resumed (`Store.resumable_run_id`)."""
         blob = self.as_dict()
         for key in ("assistant", "user"):
             blob[key] = {k: v for k, v in blob[key].items() if k != "path"}
         blob.pop("path")
-        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
+        return spec_hash(blob)
 
 
 def load_scenario(

@@ -13,9 +13,7 @@ that each face every assistant. A kind without a dataset field (tau2: its cells 
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_s
 from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, spec_error_from_validation
 from testbed.specs.files import is_sweep, read_text
-from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, named_path, read_yaml
+from testbed.specs.loader import ResolvedAgent, ResolvedScenario, experiment_of, load_agent, named_path, read_yaml, spec_hash
 from testbed.specs.registries import KINDS, registered
 from testbed.specs.scenario import known_dataset
 
@@ -105,15 +103,30 @@ class ResolvedSweep:
         }
 
     def fingerprint(self) -> str:
-        """A short hash of everything that changes what the sweep generates (agent file paths excluded)."""
+        """A short hash of what the sweep's experiment is, the end of its run id: agent file paths and where the
+        servers live are left out (testbed.specs.loader.experiment_of), so a sweep whose servers moved resumes."""
+        return spec_hash(self._blob(experiment_of))
+
+    def as_made_under(self, stored_fingerprint: str | None) -> "ResolvedSweep":
+        """This sweep as the run stored with `stored_fingerprint` planned it: its cells with the ids they had before
+        ids left out where servers live when the run was made then, else unchanged."""
+        if stored_fingerprint in (None, self.fingerprint()) or stored_fingerprint != self.legacy_fingerprint():
+            return self
+        return replace(self, cells=tuple(c.with_legacy_ids() for c in self.cells))
+
+    def legacy_fingerprint(self) -> str:
+        """The hash sweep run ids ended in before they left out where servers live: a run made then still resumes."""
+        return spec_hash(self._blob(lambda agent: {k: v for k, v in agent.items() if k != "path"}))
+
+    def _blob(self, agent_part) -> dict[str, Any]:
         blob = self.as_dict()
         blob.pop("path")
-        blob["agents"] = [{k: v for k, v in a.items() if k != "path"} for a in blob["agents"]]
+        blob["agents"] = [agent_part(a) for a in blob["agents"]]
         if isinstance(blob.get("user"), dict):
-            blob["user"] = {k: v for k, v in blob["user"].items() if k != "path"}
+            blob["user"] = agent_part(blob["user"])
         if "users" in blob:
-            blob["users"] = [{k: v for k, v in u.items() if k != "path"} for u in blob["users"]]
-        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
+            blob["users"] = [agent_part(u) for u in blob["users"]]
+        return blob
 
 
 def is_sweep_file(path: Path) -> bool:

@@ -174,11 +174,28 @@ class Store(StoreReader, FaultReviewStore):
             self._snapshot.cleanup()
             self._snapshot = None
 
+    def resumable_run_id(self, run_id: str, legacy_run_id: str) -> str:
+        """The id a spec's run goes under: `run_id`, unless the store holds no run of that id but one under
+        `legacy_run_id`, the id the same spec had before run ids left out where servers live; then that one, so a
+        run made before keeps resuming (under its old id, which it keeps for good)."""
+        if legacy_run_id != run_id and not self.run_exists(run_id) and self.run_exists(legacy_run_id):
+            return legacy_run_id
+        return run_id
+
+    def run_fingerprint(self, run_id: str) -> str | None:
+        """The spec hash the run was made with (None when there is no such run): says whether it was made before run
+        ids left out where servers live, and so which episode ids it has."""
+        row = self.conn.execute("SELECT fingerprint FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return row[0] if row is not None else None
+
     def begin_run(self, run_id: str, *, scenario: str, kind: str, spec: dict, fingerprint: str,
-                  versions: dict, git_revision: str | None, planned: int, framework: str = "native") -> bool:
+                  versions: dict, git_revision: str | None, planned: int, framework: str = "native",
+                  legacy_fingerprint: str | None = None) -> bool:
         """Create the run, or mark an existing one running again; True when it already existed.
 
-        A run belongs to one framework: resuming it under another is refused.
+        A run belongs to one framework: resuming it under another is refused. An existing run resumes when its
+        stored fingerprint is the spec's, or the spec's `legacy_fingerprint` (a run made before run ids left out
+        where servers live, which keeps the fingerprint it was made with).
         """
         existing = self.conn.execute("SELECT fingerprint FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if existing is not None and (stored := self.framework_of(run_id)) != framework:
@@ -191,7 +208,7 @@ class Store(StoreReader, FaultReviewStore):
                     (run_id, scenario, kind, json.dumps(spec), fingerprint, json.dumps(versions), git_revision, now(), planned),
                 )
                 return False
-            if existing["fingerprint"] != fingerprint:
+            if existing["fingerprint"] not in (fingerprint, legacy_fingerprint):
                 raise StoreError(f"run {run_id} exists with a different spec: pass another --run-id to start a new run")
             self.conn.execute("UPDATE runs SET status='running', finished_at=NULL, planned_episodes=? WHERE run_id=?", (planned, run_id))
             return True

@@ -215,7 +215,7 @@ def check_seeds(scenario: ResolvedScenario) -> None:
 def scenario_identity(scenario: ResolvedScenario) -> tuple:
     """What every episode of the scenario shares and its ids hash: agents, prompt and limits."""
     spec, a, u = scenario.spec, scenario.assistant, scenario.user
-    return (a.as_dict()["spec"], u.as_dict()["spec"], scenario.user_prompt, spec.domain, spec.max_tokens, spec.max_steps,
+    return (a.identity(), u.identity(), scenario.user_prompt, spec.domain, spec.max_tokens, spec.max_steps,
             spec.max_errors)
 
 
