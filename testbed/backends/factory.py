@@ -155,12 +155,16 @@ class BackendPool:
         return [server for replicas in self._servers.values() for server in replicas]
 
     async def close(self) -> None:
-        """Close every backend and stop every server this pool started."""
-        for backend in self._backends:
-            await backend.close()
-        for server in self.servers:
-            await asyncio.to_thread(server.stop)
-        self._servers.clear()
+        """Close every backend and stop every server this pool started: the servers together, shielded, so a backend
+        failing to close or an interrupt arriving meanwhile cannot cut a server's stop short."""
+        try:
+            for backend in self._backends:
+                await backend.close()
+        finally:
+            servers = list(self.servers)
+            self._servers.clear()
+            if servers:
+                await asyncio.shield(asyncio.gather(*(asyncio.to_thread(server.stop) for server in servers)))
 
     async def __aenter__(self) -> "BackendPool":
         return self

@@ -1,16 +1,18 @@
 """Start, watch and stop a vLLM OpenAI server process for one model.
 
-The server is tied to the testbed process: it is stopped on normal exit, on errors and on Ctrl-C,
-and the kernel sends it SIGTERM if the testbed is killed outright (PR_SET_PDEATHSIG), so a
-`kill -9` never leaves a stray server holding memory.
+The server is tied to the testbed process however the testbed ends. `stop` ends the server's whole
+session (the API server and the engine-core and worker processes it spawned), and runs on a normal end,
+on errors, on Ctrl-C and SIGTERM, on an interrupt during start-up and at interpreter exit; for ends no
+code of the testbed sees (`kill -9`, a second interrupt cutting clean-up short) each server has a watchdog
+process that ends the session within seconds of the testbed's death (testbed.backends.server_watchdog).
 """
 
 from __future__ import annotations
 
-import ctypes
+import atexit
 import importlib.metadata
 import os
-import signal
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from testbed.backends.base import BackendUnavailable
 from testbed.backends.embedded import cache_root
+from testbed.backends.server_watchdog import Watchdog, end_session
 
 CPU_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "2",
@@ -53,10 +56,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    os.setsid()
+def _file_name_part(name: str) -> str:
+    """A served name made safe for a file name: a model given as a folder path (`/models/x`) has slashes."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+
+
+_RUNNING: dict[int, "VLLMServer"] = {}
+"""Servers started and not yet stopped, stopped at interpreter exit by `_stop_running`."""
+
+
+def _stop_running() -> None:
+    for server in list(_RUNNING.values()):
+        server.stop()
+
+
+atexit.register(_stop_running)
 
 
 @dataclass
@@ -84,6 +98,7 @@ class VLLMServer:
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+    watchdog: Watchdog | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.visible_devices is not None and len(self.visible_devices) < self.gpus:
@@ -144,22 +159,29 @@ class VLLMServer:
         self.port = self.port or free_port()
         logs = cache_root() / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        self.log_path = logs / f"vllm-{self.served_name}-{self.port}.log"
+        self.log_path = logs / f"vllm-{_file_name_part(self.served_name)}-{self.port}.log"
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), preexec_fn=_die_with_parent
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), start_new_session=True
             )
-        self._wait_healthy()
+        _RUNNING[id(self)] = self
+        try:
+            self.watchdog = Watchdog(self.process.pid)
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         url = f"http://127.0.0.1:{self.port}/health"
         while time.monotonic() < deadline:
-            if self.process is None:
+            process = self.process
+            if process is None:
                 raise BackendUnavailable(f"vLLM server for {self.model_path} was stopped during start-up")
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 raise BackendUnavailable(
-                    f"vLLM server for {self.model_path} exited with code {self.process.returncode} during start-up; "
+                    f"vLLM server for {self.model_path} exited with code {process.returncode} during start-up; "
                     f"log {self.log_path}:\n{self.log_tail()}"
                 )
             try:
@@ -169,7 +191,6 @@ class VLLMServer:
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(1.0)
-        self.stop()
         raise BackendUnavailable(
             f"vLLM server at {url} was not healthy after {self.startup_timeout_s:g}s; log {self.log_path}"
         )
@@ -188,16 +209,14 @@ class VLLMServer:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """Stop the server and everything it spawned: SIGTERM to its process group, SIGKILL after grace."""
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop the server and everything it spawned: SIGTERM to every process of its session, SIGKILL to any left
+        once the API server has gone or after `grace_s`; then dismiss its watchdog. Idempotent, and also run for a
+        server whose API server already exited, so an engine core it left behind is ended too."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
+        watchdog, self.watchdog = self.watchdog, None
+        _RUNNING.pop(id(self), None)
+        if proc is not None:
+            end_session(proc.pid, grace_s, reap=proc)
+        if watchdog is not None:
+            watchdog.release()
