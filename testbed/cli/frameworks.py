@@ -128,11 +128,12 @@ def wire(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     episode: Annotated[str, typer.Argument(help="episode id (a unique prefix is enough)")],
     turn: Annotated[Optional[int], typer.Option("--turn", "-t", help="only the requests that produced this turn index")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    format: Annotated[str, typer.Option("--format", "-f", help="text | json (json holds every body whole)")] = "text",
+    full: Annotated[bool, typer.Option("--full", help="print every message and reply whole (one over 8,000 characters is otherwise shown in part: its start, its size, its end)")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Print the exact requests a run's framework sent for an episode (or one turn): messages with roles and names,
-    sampling, the reply, tokens and latency, as the wire recorder saw them."""
+    sampling, the reply, tokens and latency, as the wire recorder saw them; a long message or reply in part unless --full."""
     if format not in ("text", "json"):
         fail(f"unknown --format {format!r}; use text or json")
     db = open_store(store, readonly=True)
@@ -140,12 +141,12 @@ def wire(
         run = db.run(run_id)
     except StoreError as exc:
         fail(str(exc))
-    recorded = db.wire_episodes(run.run_id)
-    episodes = sorted(eid for eid in recorded if eid.startswith(episode))
+    recorded = db.wire_episode_ids(run.run_id)
+    episodes = [eid for eid in recorded if eid.startswith(episode)]
     if not recorded:
         fail(f"run {run.run_id} has no wire log: run it with --wire (every framework but native keeps one by default)")
     if len(episodes) != 1:
-        known = ", ".join(sorted(recorded)[:8])
+        known = ", ".join(recorded[:8])
         fail(f"episode {episode!r} {'is ambiguous' if episodes else 'has no wire log'} in run {run.run_id}; episodes with one: {known} …")
     chosen = db.wire(run.run_id, episodes[0], turn)
     if not chosen:
@@ -156,7 +157,7 @@ def wire(
         return
     say(f"run {run.run_id} ({run.framework}), episode {episodes[0]}: {len(chosen)} request(s)")
     for w in chosen:
-        _print_record(w)
+        _print_record(w, full)
 
 
 def _as_dict(w) -> dict:
@@ -165,7 +166,15 @@ def _as_dict(w) -> dict:
     return asdict(w)
 
 
-def _print_record(w) -> None:
+def _shown(value, full: bool) -> str:
+    """A message's content or a body as text, in part when it is long (`testbed.long_text`) unless `full`."""
+    from testbed.long_text import shown_text
+
+    text = value if isinstance(value, str) else str(value)
+    return text if full else shown_text(text, "--full shows it whole")
+
+
+def _print_record(w, full: bool) -> None:
     tokens = f"{w.prompt_tokens} prompt + {w.completion_tokens} completion tokens" if w.prompt_tokens is not None else "no usage"
     say((f"#{w.seq} {w.role} → turn {w.turn_index}", "bold"), f": HTTP {w.status}, {w.latency_s * 1000:.0f} ms, {tokens}")
     table = Table(show_lines=True)
@@ -174,7 +183,8 @@ def _print_record(w) -> None:
     table.add_column("name")
     table.add_column("content", overflow="fold")
     for i, m in enumerate(w.messages):
-        table.add_row(str(i), str(m.get("role")), str(m.get("name") or ""), str(m.get("content")))
-    table.add_row("→", "reply", "", str(w.reply if w.reply is not None else w.response))
+        table.add_row(str(i), _shown(m.get("role"), full), _shown(m.get("name") or "", full), _shown(m.get("content"), full))
+    table.add_row("→", "reply", "", _shown(w.reply if w.reply is not None else w.response, full))
     console.print(table)
-    console.print("sampling sent: " + (", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(w.sampling.items())) or "none"), markup=False)
+    sampling = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(w.sampling.items())) or "none"
+    console.print("sampling sent: " + _shown(sampling, full), markup=False)

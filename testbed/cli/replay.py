@@ -69,9 +69,11 @@ def show_episode(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
     episode: Annotated[str, typer.Argument(help="episode id (a unique prefix is enough)")],
     judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels mark the drift onset (default: reviewed, else learned, else local labels)")] = None,
+    full: Annotated[bool, typer.Option("--full", help="print every message whole (a message over 8,000 characters is otherwise shown in part: its start, its size, its end)")] = False,
     store: StoreOpt = None,
 ) -> None:
-    """Print one transcript with its roles, labels, source edges and drift onset (for pipes and notes)."""
+    """Print one transcript with its roles, labels, source edges and drift onset (for pipes and notes); a long message
+    is printed in part, with its size, unless --full."""
     from testbed.replay.catalog import RunCatalog
     from testbed.replay.episode_view import episode_view
     from testbed.replay.render import print_episode
@@ -84,4 +86,4 @@ def show_episode(
     who = _judge(db, run, judge)
     catalog = RunCatalog.load(db, run)
     chosen = episode_named([e.key.episode_id for e in catalog.episodes], episode, run)
-    print_episode(episode_view(db, catalog, catalog.episode(chosen), who), console)
+    print_episode(episode_view(db, catalog, catalog.episode(chosen), who), console, full=full)

@@ -8,6 +8,8 @@ also carries its simulated-user faults (`RunCatalog.episode_faults`), role drift
 On a run over real conversations, a simulated user's first turn carries the human reference of its item
 (`testbed.store.references`): what the real user wrote after the same context, to read the two side by side.
 The reference episodes themselves are shown as they are, with nothing under their turn.
+Source edges are found on each message's first `GRAPH_CHARS` characters, so a megabyte reply costs the
+view no more than a long one (a user turn copying from deep inside such a reply gets no edge here).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from testbed.transcript import Message
 
 if TYPE_CHECKING:
     from testbed.scenarios.tau2.user_faults import UserFault
+
+GRAPH_CHARS = 100_000
+"""Characters of each message that source edges are looked for in: word n-grams of a 10 MB text cost seconds."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,14 @@ def _perturbed_index(messages: list[Message], perturbation: str, first_generated
     return chosen[-1].turn_index if chosen else None
 
 
+def _graph_dict(m: Message) -> dict:
+    """`message_dict`, its content cut to `GRAPH_CHARS`."""
+    found = message_dict(m)
+    if len(m.content) > GRAPH_CHARS:
+        found["content"] = m.content[:GRAPH_CHARS]
+    return found
+
+
 def _references(store: Store, run_id: str, episode: EpisodeRecord) -> tuple[ReferenceTurn, ...]:
     """The real users' next turns on a simulated episode's item (none for a reference episode itself)."""
     if episode.key.user_mode == HUMAN_MODE:
@@ -117,7 +130,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     ordinal = {t: k for k, t in enumerate(generated, 1)}
     scored = catalog.scored_labels(judge) if judge is not None else {}
     chosen = {t: scored[(eid, t)] for t in generated if (eid, t) in scored}
-    graph = episode_graph([message_dict(m) for m in messages], chosen)
+    graph = episode_graph([_graph_dict(m) for m in messages], chosen)
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
     onset = next((t for t, data in graph.nodes(data=True) if data["onset"]), None)
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -19,9 +20,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from testbed.judges.taxonomy import taxonomy
+from testbed.long_text import HEAD_CHARS, larger_part, leaves_out, text_in_part
 from testbed.replay.catalog import RunCatalog
 from testbed.replay.labelling import LabellingSession
-from testbed.replay.render import label_line, role_badge
+from testbed.replay.render import APP_HINT, label_line, role_badge
 from testbed.store import JudgeIdentity, TurnRecord
 from testbed.terminal_text import neutralised
 
@@ -58,6 +60,7 @@ class LabelScreen(Screen):
         Binding("k", "skip", "skip this turn"),
         Binding("n", "note", "add a note to this turn's label"),
         Binding("l", "legend", "whole label definitions / one line each"),
+        Binding("x", "more", "show more of long texts"),
         Binding("escape", "back", "close the note, or leave"),
     ]
 
@@ -79,6 +82,9 @@ class LabelScreen(Screen):
         self.skipped: set[int] = set()
         self.note = ""
         self.full_legend = False
+        self.head: int | None = HEAD_CHARS
+        """Characters shown of each long text of the turn on screen (None: whole); back to `HEAD_CHARS` on every turn."""
+        self.shown_position: int | None = None
 
     def compose(self) -> ComposeResult:
         """Progress, the context (scrolls), the turn to label (always in view), the last labelled turn, the note line, the legend."""
@@ -114,18 +120,21 @@ class LabelScreen(Screen):
         self.query_one("#progress", Static).update(progress)
         context, target = self.query_one("#context", Static), self.query_one("#user-turn", Static)
         turn = self.turn
+        if self.position != self.shown_position:
+            self.head, self.shown_position = HEAD_CHARS, self.position
         if turn is None:
             context.update(Text("Every turn of this run has your label. u undoes the last one; q quits.", style="bold green"))
             target.update("")
             return
         note = Text(neutralised(f"note: {self.note}"), style="italic yellow") if self.note else Text("")
         context.update(Group(
-            Panel(Text(neutralised(turn.question)), title=role_badge("user") + Text(" the request"), title_align="left",
-                  border_style="cyan"),
-            Panel(Text(neutralised(turn.answer)), title=role_badge("assistant") + Text(" the answer the user saw"),
-                  title_align="left", border_style="green"),
+            Panel(text_in_part(turn.question, APP_HINT, head=self.head), title=role_badge("user") + Text(" the request"),
+                  title_align="left", border_style="cyan"),
+            Panel(text_in_part(turn.answer, APP_HINT, head=self.head), title=role_badge("assistant") + Text(
+                " the answer the user saw"), title_align="left", border_style="green"),
         ))
-        target.update(Panel(Group(Text(neutralised(turn.user_turn or "(empty)")), note), title=role_badge("user") + Text(
+        shown = text_in_part(turn.user_turn, APP_HINT, head=self.head) if turn.user_turn else Text("(empty)")
+        target.update(Panel(Group(shown, note), title=role_badge("user") + Text(
             neutralised(f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}")),
             title_align="left", border_style="bold cyan"))
         self.query_one("#turn", VerticalScroll).scroll_home(animate=False)
@@ -208,6 +217,31 @@ class LabelScreen(Screen):
         """Show the labels' whole definitions, or one line each."""
         self.full_legend = not self.full_legend
         self.query_one("#legend", Static).update(legend(self.full_legend))
+
+    def longest(self) -> int:
+        """Characters of the longest text of the turn on screen (0 when none is)."""
+        turn = self.turn
+        return max(len(turn.question), len(turn.answer), len(turn.user_turn or "")) if turn is not None else 0
+
+    def cut(self) -> bool:
+        """Whether a text of the turn on screen is left out in part."""
+        return leaves_out(self.longest(), self.head)
+
+    def action_more(self) -> None:
+        """Show ten times more of the turn's long texts (up to whole); when none is cut, cut them again."""
+        if self.cut():
+            self.head = larger_part(self.longest(), self.head)
+        elif self.head != HEAD_CHARS:
+            self.head = HEAD_CHARS
+        else:
+            self.app.notify("this turn has no text long enough to be cut", severity="information")
+            return
+        self.redraw()
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the request, the answer or the turn shows more of them when they are cut."""
+        if self.cut() and event.widget is not None and event.widget.id in ("context", "user-turn"):
+            self.action_more()
 
     def action_noop(self) -> None:
         """Stands for the 1–8 keys in the help screen."""

@@ -7,7 +7,9 @@ their evidence; an episode's error; tool calls as `name(arguments)` and tool res
 call (`testbed.replay.tool_render`); under a simulated user's first turn on a real conversation, the real
 user's turn after the same context (its human reference), dim and italic.
 Everything a model, a server or a dataset wrote (messages, reasons, names, ids, fault evidence) is `neutralised`
-here, so neither the app nor a pipe ever gets an escape sequence from a transcript.
+here, so neither the app nor a pipe ever gets an escape sequence from a transcript. A long message, result,
+reference or error is shown in part (`testbed.long_text`): its start, a note of what was left out with `hint`
+saying how to see it whole, and its end; `head=None` shows every text whole.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
 from testbed.scenarios.human_reference import WEAK_HUMAN_MODEL
 from testbed.store import LabelRecord
+from testbed.long_text import HEAD_CHARS, text_in_part
 from testbed.store.references import ReferenceTurn
 from testbed.terminal_text import neutralised
 
@@ -35,6 +38,10 @@ REFERENCE_STYLE = "dim italic"
 """The style of a human reference shown under a simulated user's turn: read beside it, never mistaken for it."""
 SUMMARY_TURNS = 4
 """How many turns of each fault kind the episode header lists before it gives their number (`f` visits them all)."""
+PRINT_HINT = "--full shows it whole"
+"""How the print commands say a long text can be seen whole."""
+APP_HINT = "x or a click shows more"
+"""How the replay app says more of a long text can be seen."""
 
 
 def role_badge(role: str) -> Text:
@@ -63,13 +70,14 @@ def fault_line(kind: str, evidence: str) -> Text:
     return line
 
 
-def reference_block(reference: ReferenceTurn) -> Text:
+def reference_block(reference: ReferenceTurn, *, head: int | None = HEAD_CHARS, hint: str = PRINT_HINT) -> Text:
     """`human reference (real user): <text>`, or `human reference (answered another message): <text>` when the
-    real user answered another message than the simulated user saw (`WEAK_HUMAN_MODEL`)."""
+    real user answered another message than the simulated user saw (`WEAK_HUMAN_MODEL`); a long one in part."""
     who = "answered another message" if reference.user_model == WEAK_HUMAN_MODEL else "real user"
     block = Text(f"human reference ({who}): ", style=f"bold {REFERENCE_STYLE}")
-    block.append(neutralised(reference.message.content) or "(empty)", style=REFERENCE_STYLE)
-    return block
+    if not reference.message.content:
+        return block.append("(empty)", style=REFERENCE_STYLE)
+    return block.append_text(text_in_part(reference.message.content, hint, head=head, style=REFERENCE_STYLE))
 
 
 def turn_title(turn: TurnView) -> Text:
@@ -89,18 +97,20 @@ def turn_title(turn: TurnView) -> Text:
     return title
 
 
-def _body(turn: TurnView, folded: bool) -> list[RenderableType]:
+def _body(turn: TurnView, folded: bool, head: int | None, hint: str) -> list[RenderableType]:
     m = turn.message
     if m.role == "tool":
-        return [result_body(m, folded=folded)]
-    parts: list[RenderableType] = [Text(neutralised(m.content))] if m.content else []
+        return [result_body(m, folded=folded, head=head, hint=hint)]
+    parts: list[RenderableType] = [text_in_part(m.content, hint, head=head)] if m.content else []
     if m.tool_calls:
         return [*parts, calls_text(m)]
     return parts or [Text("(empty)", style="dim italic")]
 
 
-def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -> Panel:
-    """One message as a panel; `current` marks the cursor; `folded` shows a tool result on one line."""
+def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False, head: int | None = HEAD_CHARS,
+               hint: str = PRINT_HINT) -> Panel:
+    """One message as a panel; `current` marks the cursor; `folded` shows a tool result on one line; a text longer
+    than `head` allows is shown in part, `hint` saying how to see it whole (every text whole when `head` is None)."""
     parts: list[RenderableType] = []
     marks = Text()
     if turn.onset:
@@ -113,7 +123,7 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -
     if marks:
         parts.append(marks)
     parts.extend(fault_line(f.kind, f.evidence) for f in turn.faults)
-    parts.extend(_body(turn, folded))
+    parts.extend(_body(turn, folded, head, hint))
     if turn.generated:
         if turn.labels:
             parts.extend(label_line(r) for r in turn.labels)
@@ -121,14 +131,15 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False) -
             parts.append(Text("not labelled", style="dim"))
     if turn.references:
         parts.append(Rule(style="dim"))
-        parts.extend(reference_block(r) for r in turn.references)
+        parts.extend(reference_block(r, head=head, hint=hint) for r in turn.references)
     border = ONSET_STYLE if turn.onset else FAULT_STYLE if turn.faults else ROLE_STYLES.get(turn.message.role, "white")
     return Panel(Group(*parts), title=turn_title(turn), title_align="left", border_style=border,
                  subtitle="▶ here" if current else None, subtitle_align="right")
 
 
-def episode_header(view: EpisodeView) -> Text:
-    """The episode's conditions, how it stopped, its drift onset under the chosen judge and its error."""
+def episode_header(view: EpisodeView, *, hint: str = PRINT_HINT) -> Text:
+    """The episode's conditions, how it stopped, its drift onset under the chosen judge and its error (a long one in
+    part: `print_episode` prints it whole below the transcript)."""
     k = view.episode.key
     text = Text(neutralised(f"{view.run_id} / {k.episode_id}"), style="bold")
     text.append(neutralised(f"\nitem {k.item_id} · {k.dataset} · assistant {k.assistant_model} · user {k.user_model} "
@@ -143,7 +154,8 @@ def episode_header(view: EpisodeView) -> Text:
     if view.tau2:
         text.append_text(_faults_summary(view))
     if view.episode.error_reason:
-        text.append(neutralised(f"\nerror: {view.episode.error_reason}"), style="bold red")
+        text.append("\nerror: ", style="bold red")
+        text.append_text(text_in_part(view.episode.error_reason, hint, style="bold red"))
     return text
 
 
@@ -167,11 +179,12 @@ def _faults_summary(view: EpisodeView) -> Text:
     return text
 
 
-def print_episode(view: EpisodeView, console: Console) -> None:
-    """Print a whole episode: header, then every message as a panel."""
+def print_episode(view: EpisodeView, console: Console, *, full: bool = False) -> None:
+    """Print a whole episode: header, then every message as a panel; a long text in part unless `full`."""
+    head = None if full else HEAD_CHARS
     console.print(episode_header(view))
     for turn in view.turns:
-        console.print(turn_panel(turn))
+        console.print(turn_panel(turn, head=head))
     if view.episode.error_reason:
-        console.print(Panel(Text(neutralised(view.episode.error_reason)), title=Text(" ERROR ", style="reverse bold red"),
-                            title_align="left", border_style="red"))
+        console.print(Panel(text_in_part(view.episode.error_reason, PRINT_HINT, head=head),
+                            title=Text(" ERROR ", style="reverse bold red"), title_align="left", border_style="red"))

@@ -5,7 +5,9 @@ tasks a user's) and `tool` messages holding what each call returned. Calls are s
 (JSON re-spaced on one line, long arguments cut with an ellipsis) so a call never fills a screen;
 a result can be *folded* to one line that says how long it is, which the app does by default.
 Every name, argument and result went through a model or a tool, so it is `neutralised` like
-message text, after it is cut, so a cut never hides a mark.
+message text, after it is cut, so a cut never hides a mark. An unfolded result that is long is shown in
+part (`testbed.long_text`), and a call's arguments or a folded result are read only as far as they are shown,
+so a megabyte of tool traffic costs no more to draw than a line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 
 from rich.text import Text
 
+from testbed.long_text import HEAD_CHARS, text_in_part
 from testbed.transcript import Message, ToolCall
 from testbed.terminal_text import neutralised
 
@@ -23,6 +26,8 @@ ARGUMENT_CHARS = 120
 """Longest argument text shown in a call line."""
 FOLDED_CHARS = 120
 """Longest excerpt of a folded result."""
+PARSED_ARGUMENT_CHARS = 64_000
+"""Longest arguments re-spaced as JSON; longer ones are only cut (parsing them would cost more than a line shows)."""
 CALL_STYLE = "yellow"
 RESULT_STYLE = "magenta"
 ERROR_STYLE = "bold red"
@@ -34,7 +39,10 @@ def cut(text: str, limit: int) -> str:
 
 
 def compact_arguments(arguments: str) -> str:
-    """A call's raw JSON arguments on one line (`{"id": 1, "line": "a"}`); text that is no JSON has its whitespace collapsed."""
+    """A call's raw JSON arguments on one line (`{"id": 1, "line": "a"}`); text that is no JSON has its whitespace collapsed
+    (as has the start of arguments too long to parse for one line)."""
+    if len(arguments) > PARSED_ARGUMENT_CHARS:
+        return " ".join(arguments[:4 * ARGUMENT_CHARS].split()) + "…"
     try:
         parsed = json.loads(arguments)
     except ValueError:
@@ -73,13 +81,14 @@ def result_heading(message: Message, call_turn: int | None) -> Text:
     return text
 
 
-def result_body(message: Message, *, folded: bool) -> Text:
-    """A result's text: in full, or folded to one line, its length first, then its text with whitespace collapsed and cut."""
+def result_body(message: Message, *, folded: bool, head: int | None = HEAD_CHARS, hint: str = "") -> Text:
+    """A result's text: unfolded (in part when long, `hint` saying how to see it whole; whole when `head` is None), or
+    folded to one line, its length first, then its text with whitespace collapsed and cut."""
     style = ERROR_STYLE if message.tool_result is not None and message.tool_result.error else ""
     if not message.content:
         return Text("(empty result)", style="dim italic")
     if not folded:
-        return Text(neutralised(message.content), style=style)
+        return text_in_part(message.content, hint, head=head, style=style)
     line = Text(f"[{len(message.content)} chars, folded] ", style="dim", no_wrap=True, overflow="ellipsis")
-    line.append(neutralised(cut(" ".join(message.content.split()), FOLDED_CHARS)), style=style)
+    line.append(neutralised(cut(" ".join(message.content[:4 * FOLDED_CHARS].split()), FOLDED_CHARS)), style=style)
     return line

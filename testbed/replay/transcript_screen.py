@@ -6,12 +6,18 @@ opens fully shown with the cursor on its last turn; `home` rewinds it to the ope
 Tool results are folded to one line each (their length, then the start of their text); `t` unfolds
 them all and folds them again. `o` jumps to the drift onset and, on a τ² run, `f` to the next user
 turn with a simulated-user fault (from the last one, back to the first).
+
+A long message (or tool result, or human reference) is shown in part (`testbed.long_text`): its first
+4,000 characters, a note of what is left out, its last few hundred, so a 10 MB reply opens as fast as a
+short one. `x` shows ten times more of every cut message each time it is pressed, up to the whole text (a
+megabyte takes seconds to lay out), then cuts them all again; a click on a cut message does the same for it.
 """
 
 from __future__ import annotations
 
 from rich.panel import Panel
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -21,12 +27,20 @@ from textual.widgets import Footer, Static
 
 from testbed.replay.catalog import EpisodeRow, RunCatalog
 from testbed.replay.episode_view import EpisodeView, TurnView, episode_view
-from testbed.replay.render import episode_header, turn_panel
+from testbed.long_text import HEAD_CHARS, larger_part, leaves_out
+from testbed.replay.render import APP_HINT, episode_header, turn_panel
 from testbed.store import JudgeIdentity
 from testbed.terminal_text import neutralised
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Play speeds in turns per second."""
+HEADER_HINT = "testbed show-episode RUN EPISODE --full prints it whole"
+"""How the episode header says a long error reason can be read whole."""
+
+
+def longest_text(turn: TurnView) -> int:
+    """Characters of the longest text a turn's panel shows (its content or a human reference under it)."""
+    return max([len(turn.message.content), *(len(r.message.content) for r in turn.references)])
 
 
 class TranscriptScreen(Screen):
@@ -41,6 +55,7 @@ class TranscriptScreen(Screen):
         Binding("o", "onset", "jump to drift onset"),
         Binding("f", "next_fault", "jump to next user fault (τ²)"),
         Binding("t", "tools", "unfold / fold tool results"),
+        Binding("x", "more", "show more of long messages"),
         Binding("home", "first", "rewind to the opening turn", show=False, priority=True),
         Binding("end", "last", "show every turn", show=False, priority=True),
         Binding("right_square_bracket", "episode(1)", "next episode (filtered)", key_display="]"),
@@ -62,6 +77,8 @@ class TranscriptScreen(Screen):
         self.cursor = 0
         self.marked: int | None = None
         self.unfolded = False
+        self.heads: dict[int, int | None] = {}
+        """Characters shown of each long text, by turn position, where more than `HEAD_CHARS` are (None: whole)."""
 
     def compose(self) -> ComposeResult:
         """Header, the scrolling messages, a status line, footer."""
@@ -80,23 +97,59 @@ class TranscriptScreen(Screen):
         self.index = index
         store = self.app.store  # type: ignore[attr-defined]
         self.view = episode_view(store, self.catalog, self.catalog.episode(self.rows[index].episode_id), self.judge)
-        self.query_one("#header", Static).update(episode_header(self.view))
+        self.heads = {}
+        self.query_one("#header", Static).update(episode_header(self.view, hint=HEADER_HINT))
         box = self.query_one("#messages", VerticalScroll)
         await box.remove_children()
-        await box.mount_all(Static(self.panel(t), classes="turn") for t in self.view.turns)
+        await box.mount_all(Static(self.panel(t, position=i), classes="turn") for i, t in enumerate(self.view.turns))
         self.cursor, self.marked = len(self.view.turns) - 1, None
         self.show()
 
-    def panel(self, turn: TurnView, current: bool = False) -> Panel:
-        """One turn's panel, its tool result folded unless the results are unfolded."""
-        return turn_panel(turn, current=current, folded=not self.unfolded)
+    def panel(self, turn: TurnView, current: bool = False, *, position: int) -> Panel:
+        """One turn's panel, its tool result folded unless the results are unfolded, a long text as much as is asked."""
+        return turn_panel(turn, current=current, folded=not self.unfolded, head=self.head(position), hint=APP_HINT)
+
+    def head(self, position: int) -> int | None:
+        """Characters shown of each long text of the turn at `position` (None: whole)."""
+        return self.heads.get(position, HEAD_CHARS)
+
+    def action_more(self) -> None:
+        """Show more of every cut message (ten times more, up to whole); when none is cut, cut them all again."""
+        cut = [i for i, t in enumerate(self.view.turns) if leaves_out(longest_text(t), self.head(i))]
+        if not cut and not self.heads:
+            self.app.notify("this episode has no message long enough to be cut", severity="information")
+            return
+        changed = cut or list(self.heads)
+        if cut:
+            self.heads.update((i, larger_part(longest_text(self.view.turns[i]), self.head(i))) for i in cut)
+        else:
+            self.heads = {}
+        self.redraw(changed)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a cut message shows more of it."""
+        panels = self.panels
+        widget = event.widget
+        while widget is not None and widget not in panels:
+            widget = widget.parent
+        if widget is None:
+            return
+        position = panels.index(widget)
+        longest = longest_text(self.view.turns[position])
+        if leaves_out(longest, self.head(position)):
+            self.heads[position] = larger_part(longest, self.head(position))
+            self.redraw([position])
+
+    def redraw(self, positions: list[int]) -> None:
+        """Draw the panels at `positions` again (after what they show has changed)."""
+        panels = self.panels
+        for i in positions:
+            panels[i].update(self.panel(self.view.turns[i], current=i == self.cursor, position=i))
 
     def action_tools(self) -> None:
         """Unfold every tool result of the episode, or fold them again."""
         self.unfolded = not self.unfolded
-        for i, (widget, turn) in enumerate(zip(self.panels, self.view.turns)):
-            if turn.message.role == "tool":
-                widget.update(self.panel(turn, current=i == self.cursor))
+        self.redraw([i for i, turn in enumerate(self.view.turns) if turn.message.role == "tool"])
         if not any(t.message.role == "tool" for t in self.view.turns):
             self.app.notify("this episode has no tool results", severity="information")
 
@@ -113,7 +166,7 @@ class TranscriptScreen(Screen):
         for i in range(low, high + 1):
             panels[i].display = i <= self.cursor
         for i in {old, self.cursor} - {None}:
-            panels[i].update(self.panel(self.view.turns[i], current=i == self.cursor))
+            panels[i].update(self.panel(self.view.turns[i], current=i == self.cursor, position=i))
         self.marked = self.cursor
         if scroll and panels:
             panels[self.cursor].scroll_visible(animate=False)

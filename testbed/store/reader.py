@@ -166,6 +166,13 @@ class StoreReader:
             out[eid] = [w for _, w in rows]
         return out
 
+    def wire_episode_ids(self, run_id: str) -> list[str]:
+        """The ids of the run's episodes that have a wire log, sorted, without reading a body: bodies may hold megabytes."""
+        if not self.has_table("wire_requests"):
+            return []
+        rows = self.conn.execute("SELECT DISTINCT episode_id FROM wire_requests WHERE run_id=? ORDER BY episode_id", (run_id,))
+        return [r[0] for r in rows]
+
     def _wire_rows(self, run_id: str):
         if not self.has_table("wire_requests"):
             return
