@@ -32,7 +32,7 @@ from testbed.store import EpisodeOutcome, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.replica_counts import add_replica_counts
-from testbed.store.sqlite_store import StoreError
+from testbed.store.sqlite_store import RUN_COST_BOOKING_S, StoreError
 
 
 @dataclass(frozen=True)
@@ -191,8 +191,9 @@ async def leased_run(store: Store, run_id: str):
 
 @contextlib.asynccontextmanager
 async def timed(store: Store, run_id: str):
-    """Add the block's wall time and this process's CPU time to the run's cost as it goes (every HEARTBEAT_S) and
-    when it ends, so an invocation killed with SIGKILL loses a few seconds of its share, not all of it."""
+    """Add the block's wall time and this process's CPU time to the run's cost as it goes (every RUN_COST_BOOKING_S,
+    from the block's first second) and when it ends, however it ends (SIGTERM and Ctrl-C cancel the block, so the last
+    booking runs), so an invocation killed with SIGKILL loses at most a second of its share, never all of it."""
     mark = [time.perf_counter(), time.process_time()]
 
     def book() -> None:
@@ -200,12 +201,12 @@ async def timed(store: Store, run_id: str):
         store.add_run_cost(run_id, wall - mark[0], cpu - mark[1])
         mark[:] = [wall, cpu]
 
-    async def every_heartbeat() -> None:
+    async def every_second() -> None:
         while True:
-            await asyncio.sleep(HEARTBEAT_S)
+            await asyncio.sleep(RUN_COST_BOOKING_S)
             book()
 
-    booking = asyncio.create_task(every_heartbeat())
+    booking = asyncio.create_task(every_second())
     try:
         yield
     finally:

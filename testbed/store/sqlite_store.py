@@ -39,6 +39,12 @@ from testbed.store.wal_snapshot import holds_commits, snapshot, wal_of
 from testbed.transcript import Message
 
 
+RUN_COST_BOOKING_S = 1.0
+"""How often a run books its wall and CPU time while it lasts (and once more as it ends, SIGTERM and Ctrl-C included):
+a process killed with SIGKILL, which books nothing more, loses at most this much of its share, even in its first
+seconds. One UPDATE of one row a second costs nothing beside the episodes."""
+
+
 def default_store_path() -> Path:
     """`$TESTBED_STORE`, else `.testbed/store.sqlite` under the current folder (like ./mlruns)."""
     return Path(os.environ.get("TESTBED_STORE", Path(".testbed") / "store.sqlite"))
