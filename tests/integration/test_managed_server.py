@@ -1,8 +1,10 @@
-"""The testbed starts and stops its own vLLM server: after a finished run and after Ctrl-C."""
+"""The testbed starts and stops its own vLLM server: after a finished run, after Ctrl-C, after a SIGINT to its pid alone."""
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -10,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from helpers import REPO, TESTBED, run_cli, write_yaml
+from helpers import REPO, TESTBED, run_cli, wait_for_episodes, write_yaml
 
 pytestmark = pytest.mark.integration
 
@@ -83,3 +85,48 @@ def test_ctrl_c_stops_the_managed_server_and_keeps_the_store(managed_servers, lo
     assert managed_servers() == []
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+
+
+def server_tree(pid: int) -> tuple[list[int], int]:
+    """The pids of a vLLM API server and every process it spawned (engine core, workers), and the port it serves."""
+    server = psutil.Process(pid)
+    cmdline = server.cmdline()
+    return [pid, *(child.pid for child in server.children(recursive=True))], int(cmdline[cmdline.index("--port") + 1])
+
+
+def running(pid: int) -> bool:
+    """True while the process runs (a zombie nobody reaped has ended)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_sigint_to_the_run_process_alone_mid_run_ends_the_whole_server(long_scenario, tmp_path):
+    """The reported case: a job scheduler sends SIGINT to `testbed run`'s pid, not its group, while episodes run; the
+    API server, its engine core and workers, and its port are gone within seconds. (It needs no shared server, so
+    run alone it starts one vLLM server only.)"""
+    before = vllm_server_pids()
+    managed_servers = lambda: sorted(vllm_server_pids() - before)  # noqa: E731
+    db = str(tmp_path / "s.sqlite")
+    proc = subprocess.Popen([*TESTBED, "run", str(long_scenario), "--store", db, "-q", "--no-judge"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_it)
+    try:
+        wait_for_episodes(db, 1)
+        [server] = managed_servers()
+        pids, port = server_tree(server)
+        assert len(pids) > 1, "the API server runs its engine in processes of its own"
+        os.kill(proc.pid, signal.SIGINT)
+        since = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        while time.monotonic() - since < 10 and any(running(pid) for pid in pids):
+            time.sleep(0.2)
+        assert [pid for pid in pids if running(pid)] == [], "every process of the server ended within 10 s"
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, f"nothing listens on {port} any more"
+        assert proc.returncode == 130 and "interrupted" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in managed_servers():
+            psutil.Process(pid).kill()
