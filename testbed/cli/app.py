@@ -154,7 +154,8 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
         who = _report_judge(db, meta["run_id"], judge)
     except StoreError as exc:
         fail(str(exc))
-    if not any(db.episode_counts(meta["run_id"]).values()):
+    counts = db.episode_counts(meta["run_id"])
+    if not any(counts.values()):
         fail(f"run {meta['run_id']} has no episodes to report: it planned {meta['planned_episodes']} and none has finished yet "
              f"(status {meta['status']}: it was stopped, or is still starting). Run the same `testbed run` again to resume it.", 1)
     rates = _error_rates(correct_with) if correct_with is not None else None
@@ -171,7 +172,7 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
     with shared_reads():
         frame = report_frame(db, meta["run_id"], who, rates)
         if fmt == "table":
-            labelled = f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
+            labelled = _labels_note(who, counts, db.error_reasons(meta["run_id"], limit=2))
             if rates is not None and who.judge == REVIEWED:
                 labelled += f"; the fast judge's part corrected for its errors on {rates.source} within the band it decided"
             elif rates is not None:
@@ -189,6 +190,17 @@ def _print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_w
             sys.stdout.write(render(frame, fmt) + "\n")
             if fmt == "markdown":
                 print_realism(db, meta["run_id"], who, fmt)
+
+
+def _labels_note(who, counts: dict[str, int], reasons: list[tuple[str, int]]) -> str:
+    """What the report's title says about labels: whose they are, that none are there yet, or, when every episode
+    errored, that there is nothing to judge and why (judging such a run labels nothing, so `testbed judge` is no fix)."""
+    if counts.get("error") and not counts.get("done"):
+        n = counts["error"]
+        reason = ((reasons[0][0] if reasons else None) or "no reason recorded")[:160]
+        more = "; the others are listed below" if len(reasons) > 1 else ""
+        return f"; every episode errored: {n} of {n}; nothing to judge; the reasons: {reason}{more}"
+    return f"; labels by {who}" if who else "; no judge labels (run `testbed judge`)"
 
 
 def _print_judge_figures(db, run_id: str, who) -> None:

@@ -44,3 +44,19 @@ def test_runs_piped_lists_every_id_whole(tmp_path):
     assert out.returncode == 0
     header, row = out.stdout.splitlines()
     assert header.split("\t")[0] == "run id" and row.split("\t")[0] == long_id
+
+
+def test_the_report_of_a_run_whose_episodes_all_errored_says_so_after_judging_too(tmp_path):
+    store = tmp_path / "s.sqlite"
+    with FaultServer(lambda r: REFUSED) as server:
+        spec = write_probe(tmp_path, server.base_url, items=2, temperatures=(0.0,))
+        run = run_cli("run", str(spec), "--store", str(store), "--no-report", timeout=120)
+    run_id = run_id_of(run.stdout)
+    judged = run_cli("judge", run_id, "--store", str(store), "-q")
+    assert judged.returncode == 0, judged.stderr
+    out = run_cli("report", run_id, "--store", str(store))
+    assert out.returncode == 0, out.stderr
+    title = " ".join(out.stdout.split())
+    assert "every episode errored: 2 of 2; nothing to judge" in title
+    assert "max_tokens is too large" in title
+    assert "testbed judge" not in out.stdout
