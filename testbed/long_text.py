@@ -9,6 +9,9 @@ a key or a click in the replay app). Short texts, the common case, are shown exa
 A cut never splits a CRLF (a lone CR would be drawn as `␍`) or a surrogate pair, and the kept parts
 are still neutralised by the view like any other text, so a cut through an escape sequence shows its
 remaining characters as visible marks and never lets a control character through.
+
+A text shown whole (`--full`, or expanded in the app) is laid out in `pieces`: rich splits one text's
+lines by copying the rest of it at every line, which costs the square of its length (minutes for 10 MB).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ TAIL_CHARS = 400
 """Characters of a long text shown from its end, after the gap."""
 LONG_CHARS = 8_000
 """A text longer than this is shown in part; one of this length or shorter is shown whole."""
+PIECE_CHARS = 16_000
+"""Longest piece a text shown whole is laid out in (see `pieces`)."""
 
 
 EXPAND_FACTOR = 10
@@ -134,3 +139,25 @@ def text_in_part(text: str, hint: str, *, head: int | None = HEAD_CHARS, style: 
         shown.append("\n")
         shown.append(neutralised(part.tail), style=style)
     return shown
+
+
+def pieces(text: Text, size: int = PIECE_CHARS) -> list[Text]:
+    """`text` as consecutive pieces of at most `size` characters, each ending where a line does (the newline between two
+    pieces dropped, since each starts a line of its own), so that laying them out costs time in proportion to the text;
+    a line longer than `size` is broken where the piece ends. `[text]` itself when it is short."""
+    plain = text.plain
+    if len(plain) <= size:
+        return [text]
+    offsets, start = [], 0
+    while len(plain) - start > size:
+        newline = plain.rfind("\n", start, start + size)
+        end = newline if newline > start else start + size
+        offsets.append(end)
+        start = end + (plain[end] == "\n")
+    out = text.divide(offsets)
+    return [out[0], *(p[1:] if p.plain.startswith("\n") else p for p in out[1:])]
+
+
+def text_blocks(text: str, hint: str, *, head: int | None = HEAD_CHARS, style: str = "") -> list[Text]:
+    """`text_in_part` in `pieces`: what a panel or a table cell holds for a message of any size."""
+    return pieces(text_in_part(text, hint, head=head, style=style))

@@ -7,7 +7,10 @@ import io
 from rich.console import Console
 
 from hostile_text import FORBIDDEN, HOSTILE
-from testbed.long_text import HEAD_CHARS, LONG_CHARS, TAIL_CHARS, shown_text, size_words, text_in_part, text_part
+from rich.console import Group
+from rich.text import Text
+
+from testbed.long_text import HEAD_CHARS, LONG_CHARS, TAIL_CHARS, pieces, shown_text, size_words, text_in_part, text_part
 from testbed.replay.tool_render import compact_arguments, result_body
 from testbed.transcript import Message, ToolResult
 
@@ -69,3 +72,11 @@ def test_a_long_tool_result_is_shown_in_part_and_a_folded_one_reads_only_its_sta
 def test_huge_call_arguments_are_cut_without_being_parsed():
     arguments = '{"blob": "' + "a" * 10_000_000 + '"}'
     assert compact_arguments(arguments).startswith('{"blob": "aaa') and len(compact_arguments(arguments)) < 1_000
+
+
+def test_a_text_shown_whole_is_laid_out_in_pieces_that_print_exactly_as_the_whole():
+    text = Text("".join(f"line {k} " + "w " * (k % 90) + ("\n\n" if k % 7 == 0 else "\n") for k in range(3_000)) + "x" * 50_000)
+    text.stylize("bold", 10, 40_000)
+    parts = pieces(text, size=1_000)
+    assert len(parts) > 100 and all(len(p) <= 1_000 for p in parts)
+    assert printed(Group(*parts)) == printed(Text(text.plain, spans=text.spans))

@@ -17,6 +17,8 @@ from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
 
 COMPARE_FORMATS = ("table", "markdown", "csv", "json")
+FULL_HINT = "--full shows it whole"
+"""How `testbed wire` says a long message or body can be printed whole."""
 EVERY_FRAMEWORK = ",".join(FRAMEWORKS.names())
 """Every registered framework, in registration order (`--frameworks` defaults to those that run the scenario's kind)."""
 
@@ -166,15 +168,20 @@ def _as_dict(w) -> dict:
     return asdict(w)
 
 
-def _shown(value, full: bool) -> str:
-    """A message's content or a body as text, in part when it is long (`testbed.long_text`) unless `full`."""
-    from testbed.long_text import shown_text
+def _shown(value, full: bool):
+    """A message's content or a body as a table cell, in part when it is long (`testbed.long_text`) unless `full`,
+    and laid out in pieces when it is long and shown whole."""
+    from rich.console import Group
+
+    from testbed.long_text import HEAD_CHARS, LONG_CHARS, text_blocks
 
     text = value if isinstance(value, str) else str(value)
-    return text if full else shown_text(text, "--full shows it whole")
+    return text if len(text) <= LONG_CHARS else Group(*text_blocks(text, FULL_HINT, head=None if full else HEAD_CHARS))
 
 
 def _print_record(w, full: bool) -> None:
+    from testbed.long_text import shown_text
+
     tokens = f"{w.prompt_tokens} prompt + {w.completion_tokens} completion tokens" if w.prompt_tokens is not None else "no usage"
     say((f"#{w.seq} {w.role} → turn {w.turn_index}", "bold"), f": HTTP {w.status}, {w.latency_s * 1000:.0f} ms, {tokens}")
     table = Table(show_lines=True)
@@ -187,4 +194,4 @@ def _print_record(w, full: bool) -> None:
     table.add_row("→", "reply", "", _shown(w.reply if w.reply is not None else w.response, full))
     console.print(table)
     sampling = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(w.sampling.items())) or "none"
-    console.print("sampling sent: " + _shown(sampling, full), markup=False)
+    console.print("sampling sent: " + (sampling if full else shown_text(sampling, FULL_HINT)), markup=False)

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from testbed.judges.taxonomy import taxonomy
-from testbed.long_text import HEAD_CHARS, larger_part, leaves_out, text_in_part
+from testbed.long_text import HEAD_CHARS, larger_part, leaves_out, text_blocks
 from testbed.replay.catalog import RunCatalog
 from testbed.replay.labelling import LabellingSession
 from testbed.replay.render import APP_HINT, label_line, role_badge
@@ -128,13 +128,13 @@ class LabelScreen(Screen):
             return
         note = Text(neutralised(f"note: {self.note}"), style="italic yellow") if self.note else Text("")
         context.update(Group(
-            Panel(text_in_part(turn.question, APP_HINT, head=self.head), title=role_badge("user") + Text(" the request"),
-                  title_align="left", border_style="cyan"),
-            Panel(text_in_part(turn.answer, APP_HINT, head=self.head), title=role_badge("assistant") + Text(
+            Panel(Group(*text_blocks(turn.question, APP_HINT, head=self.head)), title=role_badge("user") + Text(
+                " the request"), title_align="left", border_style="cyan"),
+            Panel(Group(*text_blocks(turn.answer, APP_HINT, head=self.head)), title=role_badge("assistant") + Text(
                 " the answer the user saw"), title_align="left", border_style="green"),
         ))
-        shown = text_in_part(turn.user_turn, APP_HINT, head=self.head) if turn.user_turn else Text("(empty)")
-        target.update(Panel(Group(shown, note), title=role_badge("user") + Text(
+        shown = text_blocks(turn.user_turn, APP_HINT, head=self.head) if turn.user_turn else [Text("(empty)")]
+        target.update(Panel(Group(*shown, note), title=role_badge("user") + Text(
             neutralised(f" the user turn to label · episode {turn.episode_id[:12]} · turn {turn.turn_index}")),
             title_align="left", border_style="bold cyan"))
         self.query_one("#turn", VerticalScroll).scroll_home(animate=False)

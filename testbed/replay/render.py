@@ -24,7 +24,7 @@ from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
 from testbed.scenarios.human_reference import WEAK_HUMAN_MODEL
 from testbed.store import LabelRecord
-from testbed.long_text import HEAD_CHARS, text_in_part
+from testbed.long_text import HEAD_CHARS, pieces, text_blocks, text_in_part
 from testbed.store.references import ReferenceTurn
 from testbed.terminal_text import neutralised
 
@@ -100,8 +100,8 @@ def turn_title(turn: TurnView) -> Text:
 def _body(turn: TurnView, folded: bool, head: int | None, hint: str) -> list[RenderableType]:
     m = turn.message
     if m.role == "tool":
-        return [result_body(m, folded=folded, head=head, hint=hint)]
-    parts: list[RenderableType] = [text_in_part(m.content, hint, head=head)] if m.content else []
+        return [*pieces(result_body(m, folded=folded, head=head, hint=hint))]
+    parts: list[RenderableType] = [*text_blocks(m.content, hint, head=head)] if m.content else []
     if m.tool_calls:
         return [*parts, calls_text(m)]
     return parts or [Text("(empty)", style="dim italic")]
@@ -186,5 +186,5 @@ def print_episode(view: EpisodeView, console: Console, *, full: bool = False) ->
     for turn in view.turns:
         console.print(turn_panel(turn, head=head))
     if view.episode.error_reason:
-        console.print(Panel(text_in_part(view.episode.error_reason, PRINT_HINT, head=head),
+        console.print(Panel(Group(*text_blocks(view.episode.error_reason, PRINT_HINT, head=head)),
                             title=Text(" ERROR ", style="reverse bold red"), title_align="left", border_style="red"))
