@@ -191,7 +191,7 @@ def _http_backend(spec: AgentSpec, url: str, max_retries: int, diagnose) -> Open
     return OpenAICompatibleBackend(
         base_url=url, model=served_model_name(spec), name=spec.name, api_key_env=spec.api_key_env,
         capabilities=capabilities_of(spec), concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-        max_retries=max_retries, diagnose=diagnose,
+        max_retries=max_retries, diagnose=diagnose, max_reply_bytes=spec.max_reply_bytes,
     )
 
 

@@ -17,7 +17,9 @@ reset, a body that is not a reply) is retried `max_retries` times with backoff, 
 is retried once, a key named by `api_key_env` is sent as a bearer token and redacted everywhere, and
 the requests go through the wire recorder (`--wire`). A server that does not answer at all stops the
 run (any HTTP status counts as an answer); a turn that fails for good is the episode's error,
-its reason naming the agent.
+its reason naming the agent. A reply body is read up to the spec's `max_reply_bytes` and a redirect is
+followed only to the same scheme, host and port: a longer or endless body, or a redirect elsewhere (the
+conversation would be sent there), is the episode's error at once, naming the URLs.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class HTTPAgentBackend(OpenAICompatibleBackend):
     """An OpenAI-compatible backend POSTing to the agent's own URL, reading either reply shape, sending the episode id."""
 
     parse_reply = staticmethod(completion_from_json)
+    url_field = "url"
 
     def __init__(self, spec: AgentSpec):
         assert spec.url is not None
@@ -47,7 +50,7 @@ class HTTPAgentBackend(OpenAICompatibleBackend):
         self.url = spec.url
         super().__init__(base_url=str(url.origin()), path=spec.url[len(str(url.origin())):].lstrip("/"), model=spec.model,
                          name=spec.name, api_key_env=spec.api_key_env, capabilities=Capabilities(), concurrency=spec.concurrency,
-                         timeout_s=spec.timeout_s, max_retries=spec.max_retries)
+                         timeout_s=spec.timeout_s, max_retries=spec.max_retries, max_reply_bytes=spec.max_reply_bytes)
 
     def _payload(self, request: GenerateRequest) -> dict[str, Any]:
         payload = super()._payload(request)
@@ -56,11 +59,13 @@ class HTTPAgentBackend(OpenAICompatibleBackend):
         return payload
 
     async def _models(self) -> Any:
-        """Whether the agent's server answers at all (`GET url`; any HTTP status will do), for start and health checks."""
+        """Whether the agent's server answers at all (`GET url`; any HTTP status will do, a redirect too, which is
+        not followed), for start and health checks. The body is not read: the status line is the answer."""
         session = await self._ensure_session()
         try:
-            async with session.get(self.url, timeout=aiohttp.ClientTimeout(total=self.connect_timeout_s)) as resp:
-                await resp.read()
+            timeout = aiohttp.ClientTimeout(total=self.connect_timeout_s)
+            async with session.get(self.url, timeout=timeout, allow_redirects=False) as resp:
+                resp.release()
         except asyncio.TimeoutError as exc:
             raise BackendUnavailable(f"agent {self.name}: {self.url} did not answer within {self.connect_timeout_s:g}s: is it up (and not hung)?") from exc
         except (aiohttp.ClientError, OSError) as exc:

@@ -21,8 +21,11 @@ import orjson
 from yarl import URL
 
 from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest, describe
-from testbed.backends.openai_reply import MalformedReply, error_excerpt, parse_completion
+from testbed.backends.bounded_read import ReplyRefused, read_bounded
+from testbed.backends.openai_reply import MalformedReply, error_excerpt, parse_completion, wire_refusal
+from testbed.backends.same_origin import Hop, request_on_origin
 from testbed.backends.retry_after import retry_after_s
+from testbed.limits import MAX_REPLY_BYTES
 from testbed.redaction import redact, register_secret
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -61,6 +64,9 @@ class OpenAICompatibleBackend:
     triggers a health check: a server that no longer answers `GET /models` stops the whole run
     (BackendUnavailable) instead of failing every remaining episode one by one. A rejected key
     (401/403) stops the run at once, so it is not sent again for every episode.
+    A reply body is read up to `max_reply_bytes` and redirects are followed only within the server's
+    origin (testbed.backends.bounded_read, testbed.backends.same_origin): a longer body or a redirect
+    elsewhere is the request's error at once, not retried.
     The API key is read from the environment variable whose *name* the spec gives, so the key
     itself never reaches a spec, the store or a log line.
     """
@@ -83,6 +89,7 @@ class OpenAICompatibleBackend:
         max_retry_after_s: float = 60.0,
         diagnose: Callable[[], str | None] | None = None,
         path: str = "chat/completions",
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         self.base_url = base_url.rstrip("/")
         self.path = path
@@ -100,6 +107,8 @@ class OpenAICompatibleBackend:
         self.connect_timeout_s = connect_timeout_s
         self.timeout_retries = timeout_retries
         self.max_retry_after_s = max_retry_after_s
+        self.max_reply_bytes = max_reply_bytes
+        """The longest reply body read; a longer or endless one is the attempt's error (testbed.limits)."""
         self._concurrency = concurrency
         self._semaphore = asyncio.Semaphore(concurrency)
         self._session: aiohttp.ClientSession | None = None
@@ -109,6 +118,9 @@ class OpenAICompatibleBackend:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
         self._chat_url = URL(f"{self.base_url}/{path}")
         """Parsed once: aiohttp would parse a string URL again for every request (yarl comes with aiohttp)."""
+
+    url_field = "base_url"
+    """The spec field that holds the server's URL, named in an error that only a new URL fixes."""
 
     parse_reply = staticmethod(parse_completion)
     """Reads a 200 reply's decoded body into a Completion, or raises MalformedReply (retried like a fault)."""
@@ -140,14 +152,16 @@ class OpenAICompatibleBackend:
         url = f"{self.base_url}/models"
         try:
             timeout = aiohttp.ClientTimeout(total=self.connect_timeout_s)
-            async with session.get(url, timeout=timeout) as resp:
+            async with request_on_origin(session, "GET", url, fix=self.url_field, timeout=timeout) as resp:
                 if resp.status in REJECTED_KEY:
                     raise self._key_rejected(url, resp.status)
                 if resp.status != 200:
                     raise BackendUnavailable(f"{url} answered HTTP {resp.status}: is this an OpenAI-compatible server?")
-                return await resp.json(content_type=None)
+                return json.loads(await read_bounded(resp, self.max_reply_bytes, url))
         except BackendUnavailable:
             raise
+        except ReplyRefused as exc:
+            raise BackendUnavailable(exc.reason) from None
         except ValueError as exc:
             raise BackendUnavailable(f"{url} answered with a body that is not JSON: is this an OpenAI-compatible server?") from exc
         except asyncio.TimeoutError as exc:
@@ -232,13 +246,16 @@ class OpenAICompatibleBackend:
                 if self._stopped:
                     raise BackendUnavailable(self._stopped)
                 started = time.perf_counter()
-                wait, transport = 0.0, False
+                wait, transport, hops = 0.0, False, []
                 try:
-                    async with session.post(target, data=body, timeout=timeout, headers=headers) as resp:
-                        raw = await resp.read()
+                    async with request_on_origin(session, "POST", target, fix=self.url_field, hops=hops, data=body,
+                                                 timeout=timeout, headers=headers) as resp:
+                        raw = await read_bounded(resp, self.max_reply_bytes, url)
                         if resp.status == 200:
                             return self.parse_reply(_json(raw), time.perf_counter() - started, attempt + 1)
-                        last_reason = f"HTTP {resp.status} from {url}: {error_excerpt(raw)}"
+                        if base_url is not None and (refused := wire_refusal(raw)) is not None:
+                            raise BackendError(refused)
+                        last_reason = f"HTTP {resp.status} from {url}{_via(hops)}: {error_excerpt(raw)}"
                         if resp.status in REJECTED_KEY:
                             self._stopped = self._key_rejected(url, resp.status).reason
                             raise BackendUnavailable(self._stopped)
@@ -255,8 +272,10 @@ class OpenAICompatibleBackend:
                     await self.check_health()
                     if timeouts > self.timeout_retries:
                         break
+                except ReplyRefused as exc:
+                    raise BackendError(exc.reason) from None
                 except MalformedReply as exc:
-                    last_reason = f"unreadable reply from {url}: {exc}"
+                    last_reason = f"unreadable reply from {url}{_via(hops)}: {exc}"
                 except (aiohttp.ClientError, OSError) as exc:
                     last_reason, transport = f"{redact(describe(exc))} at {url}", True
                 except BackendError:
@@ -295,6 +314,11 @@ class RoutedBackend:
 
     async def close(self) -> None:
         """Nothing to close: the routed backend's pool closes it."""
+
+
+def _via(hops: list[Hop]) -> str:
+    """Where same-origin redirects took a request, for its error (nothing when none did)."""
+    return f" (redirected to {hops[-1].location})" if hops else ""
 
 
 def _encode(payload: dict[str, Any]) -> bytes:

@@ -97,3 +97,26 @@ def error_excerpt(raw: bytes, limit: int = 300) -> str:
     text = raw[: limit * 4].decode("utf-8", errors="replace")
     text = " ".join(redact(text).split())
     return text[:limit] + ("…" if len(text) > limit else "")
+
+
+REFUSED_TYPE = "testbed_refused"
+"""The error type of the wire recorder's answer for a reply it refused (too long, redirected off the origin)."""
+
+
+def refused_body(reason: str) -> bytes:
+    """The wire recorder's answer for a refused reply: an OpenAI-style error body, marked so the testbed's own
+    backend behind the recorder takes `reason` as its error at once instead of retrying a 502."""
+    return json.dumps({"error": {"message": reason, "type": REFUSED_TYPE}}).encode()
+
+
+def wire_refusal(raw: bytes) -> str | None:
+    """The reason in a body made by refused_body; None for any other body."""
+    if REFUSED_TYPE.encode() not in raw:
+        return None
+    try:
+        error = json.loads(raw).get("error")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(error, dict) and error.get("type") == REFUSED_TYPE and isinstance(error.get("message"), str):
+        return error["message"]
+    return None

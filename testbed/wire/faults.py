@@ -8,6 +8,9 @@ not a readable completion (not JSON, no choices, or text with a lone surrogate, 
 encode again when they send the conversation on) are retried with capped, jittered exponential backoff;
 a 401/403 stops every later request at once with the native message naming the key's variable; what still fails is
 answered as a 502 whose message is the native reason ("… (gave up after N attempts)").
+Replies are bounded as the native backend bounds them: a body past the agent's `max_reply_bytes` is cut
+off there, and a redirect is followed only within the server's origin (each one kept, for the wire log);
+either refusal is final, never retried, and answered in a body the native backend takes as its error.
 """
 
 from __future__ import annotations
@@ -21,14 +24,18 @@ from dataclasses import dataclass
 import aiohttp
 
 from testbed.backends.base import describe
+from testbed.backends.bounded_read import ReplyRefused, read_bounded
 from testbed.backends.openai_http import REJECTED_KEY, RETRYABLE_STATUS, backoff_s, key_rejected_reason
-from testbed.backends.openai_reply import error_excerpt
+from testbed.backends.openai_reply import error_excerpt, refused_body
 from testbed.backends.retry_after import retry_after_s
+from testbed.backends.same_origin import Hop, request_on_origin
+from testbed.limits import MAX_REPLY_BYTES
 from testbed.redaction import redact
 
 
-PASSTHROUGH_TIMEOUT_S = 900.0
-"""A passed-through request's upstream timeout: longer than any client's own, which decides."""
+PASSTHROUGH_MARGIN_S = 5.0
+"""How much longer than the native backend's own timeout a passed-through request may take upstream: the backend
+decides, and the recorder stops reading soon after, so a trickling body cannot hold a handler (and the run's end)."""
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,21 @@ class RetryPolicy:
     max_retry_after_s: float = 60.0
     key_env: str | None = None
     """The environment variable the key came from, named when the server refuses it."""
+    max_reply_bytes: int = MAX_REPLY_BYTES
+    """The longest reply body read from the server (the agent spec's `max_reply_bytes`)."""
+    url_field: str = "base_url"
+    """The agent spec's field holding the server's URL, named when a redirect off its origin is refused."""
 
     @classmethod
     def of(cls, backend, *, retry: bool = True) -> "RetryPolicy":
         """The policy of an OpenAI-compatible backend (its retries only when `retry`)."""
         inner = getattr(backend, "inner", backend)
         get = lambda name, default: getattr(inner, name, default)  # noqa: E731
-        return cls(get("max_retries", 4) if retry else 0, not retry, get("timeout_s", 120.0) if retry else PASSTHROUGH_TIMEOUT_S, get("connect_timeout_s", 5.0),
+        timeout_s = get("timeout_s", 120.0) + (0.0 if retry else PASSTHROUGH_MARGIN_S)
+        return cls(get("max_retries", 4) if retry else 0, not retry, timeout_s, get("connect_timeout_s", 5.0),
                    get("timeout_retries", 1), get("backoff_base_s", 0.5), get("backoff_cap_s", 8.0),
-                   get("max_retry_after_s", 60.0), get("api_key_env", None))
+                   get("max_retry_after_s", 60.0), get("api_key_env", None), get("max_reply_bytes", MAX_REPLY_BYTES),
+                   get("url_field", "base_url"))
 
     def client_timeout_s(self) -> float:
         """How long a framework's client may wait for the recorder's answer: every attempt, wait and backoff."""
@@ -76,6 +89,10 @@ class Attempt:
     """Why this attempt did not count as an answer; None when it did (or when it is passed on as it is)."""
     retry_after_s: float = 0.0
     timed_out: bool = False
+    hops: tuple[Hop, ...] = ()
+    """The redirects on the way, in order (the last one refused when `refused` says a redirect was)."""
+    refused: str | None = None
+    """Why the reply was refused for good (too long, redirected off the origin): answered at once, never retried."""
 
 
 @dataclass(frozen=True)
@@ -123,18 +140,24 @@ async def send_once(session: aiohttp.ClientSession, method: str, url: str, body:
     """Send one request upstream within the policy's timeout; every failure is an Attempt with its reason."""
     sent_at, started = time.time(), time.perf_counter()
     timeout = aiohttp.ClientTimeout(total=policy.timeout_s, sock_connect=policy.connect_timeout_s)
+    hops: list[Hop] = []
     try:
-        async with session.request(method, url, data=body or None, headers=headers, timeout=timeout) as upstream:
-            raw = await upstream.read()
+        async with request_on_origin(session, method, url, fix=policy.url_field, hops=hops, data=body or None,
+                                     headers=headers, timeout=timeout) as upstream:
+            raw = await read_bounded(upstream, policy.max_reply_bytes, url)
             status, content_type = upstream.status, upstream.headers.get("Content-Type", "application/json")
             wait = retry_after_s(upstream.headers.get("Retry-After"))
     except asyncio.TimeoutError:
         reason = f"timed out after {policy.timeout_s:g}s at {url}"
-        return Attempt(504, error_body(reason), "application/json", time.perf_counter() - started, sent_at, reason, timed_out=True)
+        return Attempt(504, error_body(reason), "application/json", time.perf_counter() - started, sent_at, reason,
+                       timed_out=True, hops=tuple(hops))
+    except ReplyRefused as exc:
+        return Attempt(502, refused_body(exc.reason), "application/json", time.perf_counter() - started, sent_at, exc.reason,
+                       hops=tuple(hops), refused=exc.reason)
     except (aiohttp.ClientError, OSError) as exc:
         reason = f"{redact(describe(exc))} at {url}"
         return Attempt(502, error_body(f"the wire recorder could not reach {url}: {reason}"), "application/json",
-                       time.perf_counter() - started, sent_at, reason)
+                       time.perf_counter() - started, sent_at, reason, hops=tuple(hops))
     latency = time.perf_counter() - started
     reason = None
     if status == 200:
@@ -142,7 +165,7 @@ async def send_once(session: aiohttp.ClientSession, method: str, url: str, body:
         reason = f"unreadable reply from {url}: {problem}" if problem else None
     elif status in RETRYABLE_STATUS or status in REJECTED_KEY:
         reason = f"HTTP {status} from {url}: {error_excerpt(raw)}"
-    return Attempt(status, raw, content_type, latency, sent_at, reason, wait)
+    return Attempt(status, raw, content_type, latency, sent_at, reason, wait, hops=tuple(hops))
 
 
 async def forward(session: aiohttp.ClientSession, method: str, url: str, body: bytes, headers: dict[str, str], policy: RetryPolicy,
@@ -161,6 +184,8 @@ async def forward(session: aiohttp.ClientSession, method: str, url: str, body: b
         sent(attempt)
         if policy.passthrough:
             return Answer(attempt.status, attempt.body, attempt.content_type)
+        if attempt.refused is not None:
+            return Answer(attempt.status, attempt.body, attempt.content_type, gave_up=attempt.refused)
         if attempt.status in REJECTED_KEY:
             refused = key_rejected_reason(url, attempt.status, policy.key_env)
             return Answer(attempt.status, error_body(refused), rejected=refused)

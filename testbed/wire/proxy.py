@@ -7,11 +7,14 @@ episode, so a framework's clients are built once and shared (the recorder holds 
 they are given); an episode's requests are told apart by the `X-Testbed-Tap` header its clients
 send. Each tap forwards its roles to their servers with the fault handling of testbed.wire.faults,
 and every chat completion attempt that passes is kept with the tap (request body, status, response
-body, latency) until the episode takes it.
+body, latency) until the episode takes it, each redirect on its way as a record of its own (its status
+and where it pointed). A forward whose client went away is cancelled, and closing the recorder cancels
+those still in flight, so a server that trickles its body cannot hold the run's end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import secrets
@@ -20,7 +23,9 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
+from testbed.backends.same_origin import Hop, next_request
 from testbed.redaction import register_secret
 from testbed.store.records import WireRecord
 from testbed.wire.faults import Attempt, RetryPolicy, error_body, forward, unreadable
@@ -28,6 +33,8 @@ from testbed.wire.faults import Attempt, RetryPolicy, error_body, forward, unrea
 FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept", "OpenAI-Organization", "OpenAI-Project")
 TAP_HEADER = "X-Testbed-Tap"
 RECORDED_PATH = "chat/completions"
+SHUTDOWN_S = 2.0
+"""How long closing the recorder waits for its handlers, once the forwards in flight are cancelled."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class WireRecorder:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._http_clients: tuple[Any, Any] | None = None
+        self._in_flight: set[asyncio.Task] = set()
         self.url = ""
         self.rejected: str | None = None
         """The native stop message once a server refused the key: no later request is sent."""
@@ -86,7 +94,7 @@ class WireRecorder:
         """Listen on 127.0.0.1 (a free port) and open the forwarding client."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/wire/{role}/{path:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -95,7 +103,12 @@ class WireRecorder:
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
     async def close(self) -> None:
-        """Stop listening and close the forwarding client and the clients handed to frameworks."""
+        """Cancel the forwards in flight, stop listening and close the forwarding client and the clients handed to
+        frameworks."""
+        for work in list(self._in_flight):
+            work.cancel()
+        if self._in_flight:
+            await asyncio.wait(list(self._in_flight), timeout=SHUTDOWN_S)
         if self._http_clients is not None:
             sync, async_ = self._http_clients
             sync.close()
@@ -150,12 +163,30 @@ class WireRecorder:
         check = unreadable if recorded and request.method == "POST" and not _streams(body) else None
 
         def sent(attempt: Attempt) -> None:
-            if recorded:
-                tap.records.append(_record(next(self._seq), role, path, body, attempt))
+            if not recorded:
+                return
+            for hop in attempt.hops:
+                tap.records.append(_hop_record(next(self._seq), role, upstream.base_url, hop, attempt.refused))
+            if attempt.hops and not attempt.hops[-1].followed:
+                return
+            final_path, final_body = path, body
+            if attempt.hops:
+                last = attempt.hops[-1]
+                final_path, final_body = _below(upstream.base_url, last.location), next_request(last.status, last.method, last.body)[1]
+            tap.records.append(_record(next(self._seq), role, final_path, final_body or b"", attempt))
 
         assert self._session is not None
-        answer = await forward(self._session, request.method, url, body, headers, upstream.policy, check, sent,
-                               lambda: self.rejected if tap.retry else None)
+        work = asyncio.ensure_future(forward(self._session, request.method, url, body, headers, upstream.policy, check, sent,
+                                             lambda: self.rejected if tap.retry else None))
+        self._in_flight.add(work)
+        try:
+            answer = await work
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            return _error(503, f"the run ended while {url} was still answering: the wire recorder stopped forwarding")
+        finally:
+            self._in_flight.discard(work)
         if answer.rejected and tap.retry:
             self.rejected = answer.rejected
         if recorded:
@@ -182,6 +213,21 @@ def _record(seq: int, role: str, path: str, body: bytes, attempt: Attempt) -> Wi
     return WireRecord(seq=seq, role=role, path=path, request=_decoded(body), status=attempt.status, response=response,
                       prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
                       latency_s=attempt.latency_s, sent_at=attempt.sent_at)
+
+
+def _below(base_url: str, url: str) -> str:
+    """A URL as a wire record's path: below the route's base URL when it is there, else its whole path."""
+    base = base_url.rstrip("/") + "/"
+    return url[len(base):] if url.startswith(base) else str(URL(url).path_qs)
+
+
+def _hop_record(seq: int, role: str, base_url: str, hop: Hop, refused: str | None) -> WireRecord:
+    """A redirect as a record: what was sent where, its status, and where it pointed (why not, when not followed)."""
+    response: dict[str, Any] = {"location": hop.location, "followed": hop.followed}
+    if not hop.followed and refused is not None:
+        response["refused"] = refused
+    return WireRecord(seq=seq, role=role, path=_below(base_url, hop.url), request=_decoded(hop.body or b""), status=hop.status,
+                      response=response, prompt_tokens=None, completion_tokens=None, latency_s=hop.latency_s, sent_at=hop.sent_at)
 
 
 def _streams(body: bytes) -> bool:
