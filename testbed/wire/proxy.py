@@ -18,6 +18,7 @@ import asyncio
 import itertools
 import json
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,17 +164,8 @@ class WireRecorder:
         check = unreadable if recorded and request.method == "POST" and not _streams(body) else None
 
         def sent(attempt: Attempt) -> None:
-            if not recorded:
-                return
-            for hop in attempt.hops:
-                tap.records.append(_hop_record(next(self._seq), role, upstream.base_url, hop, attempt.refused))
-            if attempt.hops and not attempt.hops[-1].followed:
-                return
-            final_path, final_body = path, body
-            if attempt.hops:
-                last = attempt.hops[-1]
-                final_path, final_body = _below(upstream.base_url, last.location), next_request(last.status, last.method, last.body)[1]
-            tap.records.append(_record(next(self._seq), role, final_path, final_body or b"", attempt))
+            if recorded:
+                tap.records.extend(_attempt_records(self._seq, role, upstream.base_url, path, body, attempt))
 
         assert self._session is not None
         work = asyncio.ensure_future(forward(self._session, request.method, url, body, headers, upstream.policy, check, sent,
@@ -213,6 +205,18 @@ def _record(seq: int, role: str, path: str, body: bytes, attempt: Attempt) -> Wi
     return WireRecord(seq=seq, role=role, path=path, request=_decoded(body), status=attempt.status, response=response,
                       prompt_tokens=_count(usage.get("prompt_tokens")), completion_tokens=_count(usage.get("completion_tokens")),
                       latency_s=attempt.latency_s, sent_at=attempt.sent_at)
+
+
+def _attempt_records(seq: Iterator[int], role: str, base_url: str, path: str, body: bytes, attempt: Attempt) -> list[WireRecord]:
+    """One attempt as wire records numbered from `seq`: each redirect on its way, then the answer at the end of them
+    (none when the last redirect was refused, since nothing was sent where it pointed)."""
+    records = [_hop_record(next(seq), role, base_url, hop, attempt.refused) for hop in attempt.hops]
+    if attempt.hops and not attempt.hops[-1].followed:
+        return records
+    if attempt.hops:
+        last = attempt.hops[-1]
+        path, body = _below(base_url, last.location), next_request(last.status, last.method, last.body)[1] or b""
+    return [*records, _record(next(seq), role, path, body, attempt)]
 
 
 def _below(base_url: str, url: str) -> str:
