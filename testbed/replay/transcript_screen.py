@@ -25,9 +25,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
+from testbed.long_text import HEAD_CHARS, larger_part, leaves_out
 from testbed.replay.catalog import EpisodeRow, RunCatalog
 from testbed.replay.episode_view import EpisodeView, TurnView, episode_view
-from testbed.long_text import HEAD_CHARS, larger_part, leaves_out
 from testbed.replay.render import APP_HINT, episode_header, turn_panel
 from testbed.store import JudgeIdentity
 from testbed.terminal_text import neutralised
@@ -36,11 +36,6 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Play speeds in turns per second."""
 HEADER_HINT = "testbed show-episode RUN EPISODE --full prints it whole"
 """How the episode header says a long error reason can be read whole."""
-
-
-def longest_text(turn: TurnView) -> int:
-    """Characters of the longest text a turn's panel shows (its content or a human reference under it)."""
-    return max([len(turn.message.content), *(len(r.message.content) for r in turn.references)])
 
 
 class TranscriptScreen(Screen):
@@ -109,19 +104,26 @@ class TranscriptScreen(Screen):
         """One turn's panel, its tool result folded unless the results are unfolded, a long text as much as is asked."""
         return turn_panel(turn, current=current, folded=not self.unfolded, head=self.head(position), hint=APP_HINT)
 
+    def longest_text(self, position: int) -> int:
+        """Characters of the longest text the panel at `position` shows in part: its content (unless it is a folded tool
+        result) or a human reference under it."""
+        turn = self.view.turns[position]
+        shown = turn.message.content if turn.message.role != "tool" or self.unfolded else ""
+        return max([len(shown), *(len(r.message.content) for r in turn.references)])
+
     def head(self, position: int) -> int | None:
         """Characters shown of each long text of the turn at `position` (None: whole)."""
         return self.heads.get(position, HEAD_CHARS)
 
     def action_more(self) -> None:
         """Show more of every cut message (ten times more, up to whole); when none is cut, cut them all again."""
-        cut = [i for i, t in enumerate(self.view.turns) if leaves_out(longest_text(t), self.head(i))]
+        cut = [i for i in range(len(self.view.turns)) if leaves_out(self.longest_text(i), self.head(i))]
         if not cut and not self.heads:
             self.app.notify("this episode has no message long enough to be cut", severity="information")
             return
         changed = cut or list(self.heads)
         if cut:
-            self.heads.update((i, larger_part(longest_text(self.view.turns[i]), self.head(i))) for i in cut)
+            self.heads.update((i, larger_part(self.longest_text(i), self.head(i))) for i in cut)
         else:
             self.heads = {}
         self.redraw(changed)
@@ -135,7 +137,7 @@ class TranscriptScreen(Screen):
         if widget is None:
             return
         position = panels.index(widget)
-        longest = longest_text(self.view.turns[position])
+        longest = self.longest_text(position)
         if leaves_out(longest, self.head(position)):
             self.heads[position] = larger_part(longest, self.head(position))
             self.redraw([position])
