@@ -23,8 +23,8 @@ from yarl import URL
 from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest, describe
 from testbed.backends.bounded_read import ReplyRefused, read_bounded
 from testbed.backends.openai_reply import MalformedReply, error_excerpt, parse_completion, wire_refusal
-from testbed.backends.same_origin import Hop, request_on_origin
 from testbed.backends.retry_after import retry_after_s
+from testbed.backends.same_origin import Hop, request_on_origin
 from testbed.limits import MAX_REPLY_BYTES
 from testbed.redaction import redact, register_secret
 

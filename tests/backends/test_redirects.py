@@ -86,3 +86,18 @@ async def test_the_models_check_refuses_a_redirect_off_the_origin():
                 await backend.start()
             await backend.close()
     assert witness.requests == []
+
+
+async def test_a_same_origin_303_becomes_a_get_without_the_conversation():
+    seen = []
+
+    async def answer(request: web.Request) -> web.Response:
+        seen.append((request.method, await request.read()))
+        return web.json_response(REPLY)
+
+    routes = {"/v1/chat/completions": redirect("/v1/answer", 303), "/v1/answer": answer}
+    async with AgentServer([], routes=routes) as server:
+        backend = OpenAICompatibleBackend(base_url=f"{server.origin}/v1", model="m")
+        completion = await backend.generate(ASK)
+        await backend.close()
+    assert completion.text == "fine" and seen == [("GET", b"")]
