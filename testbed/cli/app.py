@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from testbed.backends.base import BackendError
+from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
@@ -49,6 +50,7 @@ def run(
     from testbed.specs.loader import load_scenario
     from testbed.specs.sweep import find_sweep
 
+    given_name(run_id, "--run-id")
     if run_id is not None and (not run_id.strip() or not run_id.isprintable()):
         fail(f"--run-id {run_id!r} is empty or holds control characters: use letters, digits and - _ . only")
     sweep_path = find_sweep(spec)
@@ -275,6 +277,7 @@ def report(
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
+    given_judge(judge, "--judge")
     _print_report(open_store(store, readonly=True), run_id, format, judge, correct_with)
 
 

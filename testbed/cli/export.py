@@ -40,8 +40,10 @@ def export(
     from testbed.datasets.catalog import carries_canary
     from testbed.export.training import ExportError, ExportFilter, training_rows
     from testbed.export.writing import write_export
+    from testbed.cli.given_names import given_judge
     from testbed.store.labels import labeller_of
 
+    given_judge(judge, "--judge")
     db = open_store(store, readonly=True)
     chosen = ExportFilter(tuple(label or ("genuine_followup",)), tuple(failure) if failure else None, user_model, _where(where),
                           include_canary)

@@ -8,6 +8,7 @@ import typer
 
 from testbed.backends.base import BackendError
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async, say
+from testbed.cli.given_names import given_judge
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
@@ -33,6 +34,8 @@ def review_faults(
     from testbed.judges.fault_review_run import review_faults as review
     from testbed.store.labels import fast_identity, resolve_identity
 
+    given_judge(judge, "--judge")
+    given_judge(labels, "--labels")
     try:
         reviewer = load_reviewer(judge)
     except SpecError as exc:

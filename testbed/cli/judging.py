@@ -10,15 +10,17 @@ import typer
 from rich.table import Table
 
 from testbed.cli.app import StoreOpt, _error_rates, app, console, fail, open_store, run_async
+from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, say
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
 
 
-def _load_judge(judge: str, model: str | None):
+def _load_judge(judge: str, model: str | None, option: str = "--judge"):
     from testbed.judges.specs import load_judge
 
+    given_judge(judge, option)
     try:
         return load_judge(judge, model=model)
     except SpecError as exc:
@@ -64,6 +66,9 @@ def agree(
     from testbed.analysis.agreement import fleiss_kappa
     from testbed.analysis.annotations import binary_and_label_agreement, common_labels
 
+    for option, names in (("--a", [a]), ("--b", [b]), ("--c", more or [])):
+        for name in names:
+            given_judge(name, option)
     db = open_store(store, readonly=True)
     try:
         run = db.run(run_id)["run_id"]
@@ -127,7 +132,7 @@ def eval_judge(
     from testbed.judges.learned.doubt import stored_margin
 
     resolved = _load_judge(judge, model)
-    review_judge = _load_judge(reviewer, reviewer_model) if reviewer is not None else None
+    review_judge = _load_judge(reviewer, reviewer_model, "--reviewer") if reviewer is not None else None
     correction = _error_rates(correct_with) if correct_with is not None else None
     if review_share is not None and (correction is None or not correction.turns):
         fail("--review-share needs --correct-with error counts that hold per-turn margins (the trainer's "
@@ -222,6 +227,7 @@ def import_labels(
     """Store human labels for a run's user turns, to compare judges against with `agree --b human:<annotator>`."""
     from testbed.judges.human_labels import LabelFileError, import_human_labels
 
+    given_name(annotator, "--annotator")
     db = open_store(store)
     try:
         stored = import_human_labels(db, run_id, labels, annotator)

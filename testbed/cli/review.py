@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, require_user_turns
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE, HUMAN
@@ -29,6 +30,11 @@ def review(
     plot, compare, export and agree read the reviewed labels like any judge's."""
     from testbed.judges.review import ReviewError, compose_review, plan_review
 
+    if by.partition(":")[0] == HUMAN:
+        given_name(by.partition(":")[2], "--by human:NAME")
+    else:
+        given_judge(by, "--by")
+    given_judge(fast, "--fast")
     db = open_store(store)
     try:
         run = db.run(run_id).run_id
@@ -87,7 +93,7 @@ def _people(db, run: str, plan, name: str, open_app: bool):
     """A person's identity; with a terminal (and the app allowed), they label the chosen turns in the app first."""
     from testbed.replay.labelling import annotator
 
-    who = annotator(name)
+    who = annotator(name, "--by human:NAME")
     if not open_app:
         return who
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

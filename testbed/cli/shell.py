@@ -105,11 +105,13 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 def labelled_run(db, run_id: str, judge: str | None):
     """The full run id and the labeller a selector names on it (None: the one every face shows unasked); one clear
     error (with the command that labels the run) otherwise."""
+    from testbed.label_limits import LabelTooLong, checked_judge
     from testbed.store.labels import DEFAULT_JUDGE, labeller_of
 
     try:
+        checked_judge(judge or DEFAULT_JUDGE, "--judge")
         run = db.run(run_id).run_id
-    except StoreError as exc:
+    except (LabelTooLong, StoreError) as exc:
         fail(str(exc))
     require_user_turns(db, run)
     try:

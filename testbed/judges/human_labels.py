@@ -14,6 +14,7 @@ from pathlib import Path
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
+from testbed.label_limits import checked_label
 from testbed.specs.files import MAX_LABEL_BYTES, read_text
 from testbed.store import Store
 from testbed.store.labels import HUMAN, HUMAN_VERSION, JudgeIdentity, LabelRow, write_labels
@@ -55,8 +56,10 @@ def parse_human_labels(text: str, known: Iterable[tuple[str, int]], run_id: str,
 def import_human_labels(store: Store, run_id: str, path: Path | str, annotator: str) -> ImportedLabels:
     """Store the labels of the JSONL file at `path` as `human:<annotator>` on the run (`run_id` or a unique prefix).
 
-    Raises StoreError for an unknown run, SpecError for a file that cannot be read, LabelFileError for a bad line.
+    Raises StoreError for an unknown run, SpecError for a file that cannot be read, LabelFileError for a bad line,
+    LabelTooLong (testbed.label_limits) for an annotator name longer than names may be, before anything is read.
     """
+    checked_label(annotator, "--annotator")
     run = store.run(run_id)["run_id"]
     known = [tuple(k) for k in store.turn_keys(run)]
     text = read_text(Path(path), what="label file", max_bytes=MAX_LABEL_BYTES)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from testbed.judges.learned.doubt import stored_margin
 from testbed.judges.taxonomy import taxonomy
+from testbed.label_limits import checked_label
 from testbed.replay.catalog import RunCatalog
 from testbed.store import JudgeIdentity, LabelRow, Store, TurnRecord
 from testbed.store.labels import HUMAN, HUMAN_VERSION, latest_labels, write_labels
@@ -27,8 +28,9 @@ from testbed.store.records import CONDITIONS
 WITHDRAWN = "withdrawn by the annotator (undo)"
 
 
-def annotator(name: str) -> JudgeIdentity:
-    """The identity a person's labels are stored under: `human@v1:NAME`."""
+def annotator(name: str, option: str = "--label") -> JudgeIdentity:
+    """The identity a person's labels are stored under: `human@v1:NAME` (`option` is what named them, for the message)."""
+    checked_label(name, option)
     if not name or not name.strip() or ":" in name or "@" in name:
         raise ValueError(f"annotator name {name!r} must be a non-empty word without ':' or '@' (e.g. --label alice)")
     return JudgeIdentity(HUMAN, HUMAN_VERSION, name.strip())
