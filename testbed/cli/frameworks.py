@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, open_store, run_async, say, split_list
+from testbed.cli.given_names import given_judge
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
@@ -58,6 +59,7 @@ def compare(
     from testbed.specs.loader import load_agent, load_scenario
     from testbed.judges.specs import load_judge
 
+    given_judge(judge, "--judge")
     if format not in COMPARE_FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(COMPARE_FORMATS)}")
     out = console if format == "table" else err_console

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store
+from testbed.cli.given_names import given_judge
 from testbed.cli.graphs import episode_named
 from testbed.store.sqlite_store import StoreError
 
@@ -15,6 +16,7 @@ from testbed.store.sqlite_store import StoreError
 def _judge(db, run_id: str, selector: str | None):
     from testbed.store.labels import default_identity, resolve_identity
 
+    given_judge(selector, "--judge")
     try:
         return resolve_identity(db, run_id, selector) if selector else default_identity(db, run_id)
     except StoreError as exc:
@@ -36,6 +38,7 @@ def replay(
     from testbed.replay.labelling import annotator
     from testbed.store.labels import resolve_identity
 
+    given_judge(uncertain_first, "--uncertain-first")
     if label is not None and run_id is None:
         fail("--label needs a run: testbed replay RUN --label NAME")
     if label is not None and episode is not None:

@@ -52,7 +52,11 @@ def test_a_100_kb_reviewer_name_is_refused_before_any_label_is_written(judged_ru
     lambda run: ["report", run, "--judge", HUGE],
     lambda run: ["plot", run, "--judge", HUGE, "--out", "/nonexistent-plots"],
     lambda run: ["review", run, "--by", HUGE, "--no-app"],
-], ids=["replay --label", "judge --judge", "agree --a", "report --judge", "plot --judge", "review --by"])
+    lambda run: ["show-episode", run, "x", "--judge", HUGE],
+    lambda run: ["replay", run, "--label", "alice", "--uncertain-first", HUGE],
+    lambda run: ["export", run, "--as", "sft", "--judge", HUGE, "--out", "/nonexistent-export"],
+], ids=["replay --label", "judge --judge", "agree --a", "report --judge", "plot --judge", "review --by", "show-episode --judge",
+        "replay --uncertain-first", "export --judge"])
 def test_names_given_on_the_command_line_are_bounded(judged_run, command):
     store, run = judged_run
     args = command(run)
@@ -78,6 +82,13 @@ def test_an_annotator_name_of_imported_labels_is_bounded(judged_run, tmp_path):
             import_human_labels(db, run, labels, HUGE)
     finally:
         db.close()
+
+
+def test_a_judge_named_to_compare_is_bounded(tmp_path):
+    spec = write_probe(tmp_path, "http://127.0.0.1:9/v1", items=1)
+    _refused(run_cli("compare", str(spec), "--frameworks", "native", "--judge", HUGE, "--store", str(tmp_path / "s.sqlite")),
+             "--judge")
+    assert not (tmp_path / "s.sqlite").exists()
 
 
 def test_a_run_id_longer_than_the_limit_starts_nothing(tmp_path):
