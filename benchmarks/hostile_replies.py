@@ -1,8 +1,10 @@
 """Issue 36's hostile replies through the real `testbed` command of any checkout: wall time, peak memory, store size.
 
-Each case is a `testbed run` subprocess (`--no-judge -q`, a fresh store) against a real agent server
-on 127.0.0.1 (aiohttp, in a thread of this process); the user is scripted ("Could you say more?"),
-the scenario a gsm8k dialogue of up to 3 user turns:
+Each case is a `testbed run` subprocess (`--no-judge -q`, a fresh store) against a real server on
+127.0.0.1 (aiohttp, in a thread of this process: benchmarks/hostile_server.py) holding the hostile
+agent and the simulated user's model, a polite `backend: vllm` server that always asks "Could you say
+more?" and so is sent the whole conversation, huge reply included, as a real user model would be.
+The scenario is a gsm8k dialogue of up to 3 user turns:
 
 - **50 MB reply**: 2 episodes; the assistant is `backend: http-agent`, and its server answers every
   turn with a 50 MB JSON reply (`{"content": <prose>}`).
@@ -17,8 +19,9 @@ the scenario a gsm8k dialogue of up to 3 user turns:
   has `max_reply_bytes` (testbed.limits), it is set to 16 MB so the reply is stored whole and the
   views have it to show.
 
-Peak RSS is the larger of the process tree's resident memory polled every 50 ms and the kernel's
-ru_maxrss of the process (wait4). A run whose tree passes `--kill-rss-gb` is killed, and so is any
+Peak RSS is the larger of the process tree's resident memory and the command's own high-water mark
+(VmHWM), both polled every 50 ms (wait4's ru_maxrss would start from this process's size at the
+fork). A run whose tree passes `--kill-rss-gb` is killed, and so is any
 command past its cap (`--run-cap-s`, `--view-cap-s`); the outcome column says which. The store
 size counts the SQLite file and its WAL.
 
@@ -54,8 +57,6 @@ CLI = "import sys; sys.argv[0] = 'testbed'; from testbed.cli import main; main()
 """How the checkout's command is started: its `testbed.cli.main`, found through PYTHONPATH (the package has no __main__)."""
 REPLY_MB, PYTHON_REPLY_MB, ENDLESS_TIMEOUT_S = 50, 10, 20
 SIZE = (120, 40)
-SCRIPTED_USER = {"name": "user", "backend": "scripted", "model": "scripted", "outputs": ["Could you say more?"]}
-"""The user of the two HTTP cases: no model, so the run's memory and time are the agent's reply alone."""
 
 
 def testbed_env(code: Path) -> dict[str, str]:
@@ -79,6 +80,17 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
+def high_water_rss(pid: int) -> int:
+    """The process's own peak resident bytes so far (VmHWM; 0 once it is gone). Unlike wait4's ru_maxrss, which
+    starts from the forking parent's size, it counts only what the command itself touched since its exec."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    line = next((l for l in status.splitlines() if l.startswith("VmHWM:")), None)
+    return int(line.split()[1]) * 1024 if line else 0
+
+
 def measure(command: list[str], *, env: dict[str, str], cwd: Path, cap_s: float, kill_rss: int | None = None,
             quiet_stdout: bool = False) -> dict:
     """Run one command in its own process group: wall s, peak RSS MB, rc, and why it was killed (None if it was not)."""
@@ -86,13 +98,13 @@ def measure(command: list[str], *, env: dict[str, str], cwd: Path, cap_s: float,
     err = open(cwd / "stderr.txt", "wb")
     started = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err, start_new_session=True)
-    watched, peak, killed, status, usage = psutil.Process(proc.pid), 0, None, None, None
+    watched, peak, killed, status = psutil.Process(proc.pid), 0, None, None
     while status is None:
-        pid, raw, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, raw = os.waitpid(proc.pid, os.WNOHANG)
         if pid:
             status = raw
             break
-        peak = max(peak, tree_rss(watched))
+        peak = max(peak, tree_rss(watched), high_water_rss(proc.pid))
         elapsed = time.perf_counter() - started
         if kill_rss is not None and peak > kill_rss:
             killed = f"killed at {peak / 1e9:.1f} GB RSS after {elapsed:.0f} s"
@@ -100,7 +112,7 @@ def measure(command: list[str], *, env: dict[str, str], cwd: Path, cap_s: float,
             killed = f"> {cap_s:g} s (killed)"
         if killed:
             os.killpg(proc.pid, signal.SIGKILL)
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status = os.waitpid(proc.pid, 0)
             break
         time.sleep(0.05)
     wall = time.perf_counter() - started
@@ -111,7 +123,7 @@ def measure(command: list[str], *, env: dict[str, str], cwd: Path, cap_s: float,
         pass
     out.close(), err.close()
     stderr = (cwd / "stderr.txt").read_text(errors="replace")
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(max(peak, usage.ru_maxrss * 1024) / 1e6, 1), "rc": proc.returncode,
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak / 1e6, 1), "rc": proc.returncode,
             "killed": killed, "traceback": "Traceback" in stderr, "stderr_tail": stderr.strip()[-600:]}
 
 
@@ -154,6 +166,11 @@ def has_reply_limit(code: Path, env: dict[str, str]) -> bool:
     return done.stdout.strip() == "True"
 
 
+def user_model(server: HostileAgentServer) -> dict:
+    """The simulated user's spec: the server's polite model, reached as a running vLLM server would be."""
+    return {"name": "user", "backend": "vllm", "model": "mock", "base_url": server.user_base_url}
+
+
 def run_case(name: str, folder: Path, code: Path, assistant: dict, user: dict, episodes: int, args, extra: list[str] = ()) -> dict:
     """One `testbed run` of a dialogue with this assistant and user, measured, with the store's facts after it."""
     folder.mkdir(parents=True)
@@ -170,7 +187,7 @@ def http_case(mode: str, folder: Path, code: Path, args) -> dict:
         if mode == "endless":
             assistant["timeout_s"] = ENDLESS_TIMEOUT_S
         name = f"{REPLY_MB} MB http reply" if mode == "big" else f"endless http body (timeout_s {ENDLESS_TIMEOUT_S})"
-        result = run_case(name, folder, code, assistant, SCRIPTED_USER, 2, args)
+        result = run_case(name, folder, code, assistant, user_model(server), 2, args)
         result["server"] = server.served()
     return result
 
@@ -199,15 +216,15 @@ def view_cases(folder: Path, code: Path, facts: dict, args) -> list[dict]:
 
 
 def python_case(folder: Path, code: Path, args) -> list[dict]:
-    """The 10 MB python-agent run with --wire (the user a model behind the loopback server, so its requests,
-    the huge reply inside, are in the wire log), then its three views."""
+    """The 10 MB python-agent run with --wire (the user's requests, the huge reply inside, are the wire log), then its
+    three views."""
     assistant = {"name": "hostile-python", "backend": "python", "callable": "hostile_agent:HugeFirstReply",
                  "options": {"megabytes": PYTHON_REPLY_MB}}
     if has_reply_limit(code, testbed_env(code)):
         assistant["max_reply_bytes"] = 16 * 1024 * 1024
     with HostileAgentServer("big", "") as server:
-        user = {"name": "user", "backend": "vllm", "model": "mock", "base_url": server.user_base_url}
-        run = run_case(f"{PYTHON_REPLY_MB} MB python reply: run --wire", folder, code, assistant, user, 1, args, ["--wire"])
+        run = run_case(f"{PYTHON_REPLY_MB} MB python reply: run --wire", folder, code, assistant, user_model(server), 1, args,
+                       ["--wire"])
         run["server"] = server.served()
     run["max_reply_bytes"] = assistant.get("max_reply_bytes")
     return [run, *view_cases(folder, code, run, args)]
