@@ -152,7 +152,8 @@ def store_facts(store: Path) -> dict:
         run = db.execute("SELECT run_id FROM runs LIMIT 1").fetchone()
         episodes = [{"episode_id": e, "status": s, "reason": (r or "")[:300]}
                     for e, s, r in db.execute("SELECT episode_id, status, error_reason FROM episodes ORDER BY episode_id")]
-        longest = db.execute("SELECT episode_id, turn_index, length(content) FROM messages ORDER BY length(content) DESC LIMIT 1").fetchone()
+        longest = db.execute("SELECT episode_id, turn_index, length(content) FROM messages "
+                             "ORDER BY length(content) DESC LIMIT 1").fetchone()
     finally:
         db.close()
     return {"store_mb": round(size / 1e6, 1), "run_id": run[0] if run else None, "episodes": episodes,
@@ -171,7 +172,8 @@ def user_model(server: HostileAgentServer) -> dict:
     return {"name": "user", "backend": "vllm", "model": "mock", "base_url": server.user_base_url}
 
 
-def run_case(name: str, folder: Path, code: Path, assistant: dict, user: dict, episodes: int, args, extra: list[str] = ()) -> dict:
+def run_case(name: str, folder: Path, code: Path, assistant: dict, user: dict, episodes: int, args,
+             extra: list[str] = ()) -> dict:
     """One `testbed run` of a dialogue with this assistant and user, measured, with the store's facts after it."""
     folder.mkdir(parents=True)
     scenario, store = write_dialogue(folder, code, assistant, user, episodes), folder / "store.sqlite"
@@ -231,7 +233,8 @@ def python_case(folder: Path, code: Path, args) -> list[dict]:
 
 
 def outcome(row: dict) -> str:
-    """One line: killed or exit code, traceback, episode statuses, the replay's own figure."""
+    """One line: killed or exit code, traceback, episode statuses, the longest message stored (from 0.1 MB), the replay's
+    own figure."""
     parts = [row["killed"]] if row.get("killed") else []
     if "rc" in row and not row.get("killed"):
         parts.append(f"rc {row['rc']}")
@@ -244,7 +247,7 @@ def outcome(row: dict) -> str:
         parts += [f"“{r[:90]}”" for r in sorted(reasons)[:1]]
     elif "episodes" in row:
         parts.append("no episode stored")
-    if row.get("longest_message"):
+    if row.get("longest_message") and row["longest_message"]["chars"] >= 100_000:
         parts.append(f"longest message {row['longest_message']['chars'] / 1e6:.1f} MB")
     if row.get("replay"):
         parts.append(f"in-app {row['replay']['open_s']:.1f} s")
@@ -254,7 +257,8 @@ def outcome(row: dict) -> str:
 def code_revision(code: Path) -> str:
     """The checkout's commit, with the count of changed files under testbed/ when its tree is not clean."""
     head = subprocess.run(["git", "-C", str(code), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(code), "status", "--porcelain", "--", "testbed"], capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "-C", str(code), "status", "--porcelain", "--", "testbed"], capture_output=True,
+                           text=True).stdout
     changed = len(dirty.splitlines())
     return f"{head or '?'}" + (f" + {changed} changed file(s) under testbed/" if changed else "")
 
@@ -308,12 +312,14 @@ def main() -> None:
         replay_probe(*sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--code", type=Path, default=HERE.parent, help="checkout whose testbed package is measured (default: this one)")
+    p.add_argument("--code", type=Path, default=HERE.parent,
+                   help="checkout whose testbed package is measured (default: this one)")
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--json", type=Path, help="write every figure here as JSON")
     p.add_argument("--kill-rss-gb", type=float, default=6.0, help="kill a run whose process tree passes this resident size")
     p.add_argument("--run-cap-s", type=float, default=300.0, help="kill a run past this many seconds")
-    p.add_argument("--view-cap-s", type=float, default=150.0, help="kill a view (show-episode, wire, replay) past this many seconds")
+    p.add_argument("--view-cap-s", type=float, default=150.0,
+                   help="kill a view (show-episode, wire, replay) past this many seconds")
     p.add_argument("--keep", type=Path, help="work in this folder and keep the stores (default: a temporary folder)")
     args = p.parse_args()
     code, chosen = args.code.resolve(), [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -340,11 +346,11 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     report(rows, f"hostile replies, code {code} at {revision}", console)
     if args.json:
+        machine = {"cpus": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)}
+        settings = {"kill_rss_gb": args.kill_rss_gb, "run_cap_s": args.run_cap_s, "view_cap_s": args.view_cap_s,
+                    "endless_timeout_s": ENDLESS_TIMEOUT_S}
         args.json.write_text(json.dumps({"code": str(code), "revision": revision, "python": sys.version.split()[0],
-                                         "machine": {"cpus": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)},
-                                         "settings": {"kill_rss_gb": args.kill_rss_gb, "run_cap_s": args.run_cap_s,
-                                                      "view_cap_s": args.view_cap_s, "endless_timeout_s": ENDLESS_TIMEOUT_S},
-                                         "rows": rows}, indent=2))
+                                         "machine": machine, "settings": settings, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

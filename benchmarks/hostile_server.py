@@ -86,7 +86,8 @@ class HostileAgentServer:
 
     def served(self) -> dict:
         """Agent POSTs answered and MB written, and the user model's turns, for the benchmark's JSON."""
-        return {"mode": self.mode, "agent_posts": self.posts, "agent_sent_mb": round(self.sent_bytes / 1e6, 1), "user_posts": self.user_posts}
+        return {"mode": self.mode, "agent_posts": self.posts, "agent_sent_mb": round(self.sent_bytes / 1e6, 1),
+                "user_posts": self.user_posts}
 
     def __enter__(self) -> "HostileAgentServer":
         self._thread.start()
