@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 import secrets
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
+
+from testbed.tool_arguments import parse_arguments
 
 Role = Literal["system", "user", "assistant", "tool"]
 M = TypeVar("M")
@@ -43,12 +44,15 @@ class ToolCall:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
     def parsed_arguments(self) -> dict[str, Any] | None:
-        """The arguments as the JSON object they must be (empty text is no arguments), or None when they are not one."""
-        try:
-            value = json.loads(self.arguments) if self.arguments.strip() else {}
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
+        """The arguments as the JSON object they must be (empty text is no arguments), or None when they are not one,
+        or are too long or too deeply nested to parse (testbed.limits; see `checked_arguments` for why)."""
+        return self.checked_arguments()[0]
+
+    def checked_arguments(self) -> tuple[dict[str, Any] | None, str | None]:
+        """The parsed arguments and None, or None and why not, as the end of a sentence starting "the arguments ..."
+        ("are not a JSON object", "nest deeper than 64 levels ..."). The bounds are checked before parsing, so arguments
+        nested a thousand deep are a reason, never a RecursionError (testbed.tool_arguments)."""
+        return parse_arguments(self.arguments)
 
 
 @dataclass(frozen=True)

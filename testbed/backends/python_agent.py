@@ -4,8 +4,9 @@ The agent is imported before any server starts (`import_problem`, the entry's ch
 that cannot be imported is a spec error naming the module and the fix. At run time the backend is a
 Backend like any model's: each request is one turn; its `conversation` picks the episode's own agent
 instance (built on the episode's first turn, dropped with its transcript). Whatever goes wrong inside
-the agent becomes a BackendError whose one-line reason names the agent, so the episode is an error
-and the run goes on.
+the agent (anything it raises, BaseExceptions such as SystemExit or CancelledError included, a reply
+over its spec's `max_reply_bytes`) becomes a BackendError whose one-line reason names the agent, so the
+episode is an error and the run goes on; only the testbed's own interrupt stops the run.
 """
 
 from __future__ import annotations
@@ -72,6 +73,29 @@ def import_problem(spec: AgentSpec) -> tuple[str, str, str] | None:
     return None
 
 
+def interrupted() -> bool:
+    """Whether the running task is being cancelled from outside (the testbed's own interrupt: Ctrl-C, SIGTERM, a
+    fatal error elsewhere), as opposed to an agent raising CancelledError or KeyboardInterrupt itself."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def reply_size(completion: Completion, limit: int) -> int:
+    """The size of the reply's text and tool calls: its bytes of UTF-8 where `limit` falls between its character count
+    and four bytes a character, else the character count, which settles the comparison alone (a 10 MB text is not
+    encoded to learn that it is over 8 MB)."""
+    parts = [completion.text, *(p for c in completion.tool_calls for p in (c.name, c.arguments))]
+    chars = sum(len(p) for p in parts)
+    if chars > limit or chars * 4 <= limit:
+        return chars
+    return sum(len(p.encode("utf-8", "surrogatepass")) for p in parts)
+
+
+def in_units(size: int) -> str:
+    """A byte count as people read it: `10.0 MB`, `5.9 KB`."""
+    return f"{size / 1024 ** 2:,.1f} MB" if size >= 1024 ** 2 else f"{size / 1024:,.1f} KB"
+
+
 class PythonAgentBackend:
     """A Python agent behind the Backend interface: one instance per conversation, every turn under `timeout_s`."""
 
@@ -79,6 +103,7 @@ class PythonAgentBackend:
         self.name, self.model = spec.name, spec.model
         self.capabilities = Capabilities()
         self.timeout_s = spec.timeout_s
+        self.max_reply_bytes = spec.max_reply_bytes
         self.label = f"agent {spec.name} ({spec.callable})"
         self._target, self._options = target, dict(spec.options or {})
         self._builds = inspect.isclass(target)
@@ -97,8 +122,10 @@ class PythonAgentBackend:
         if found is None:
             try:
                 found = self._target(**self._options)
-            except Exception as exc:
-                raise BackendError(f"{self.label} could not be built: {redact(describe(exc))[:300]}") from None
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and interrupted():
+                    raise
+                raise BackendError(f"{self.label} could not be built: {self._described(exc)}") from None
             if key is None:
                 self._unkeyed = found
             else:
@@ -106,21 +133,48 @@ class PythonAgentBackend:
         return found
 
     async def generate(self, request: GenerateRequest) -> Completion:
-        """One turn of the agent; its failure, junk or hang is a BackendError naming it."""
+        """One turn of the agent; its failure, junk, hang or oversized reply is a BackendError naming it.
+
+        Whatever the agent raises is its episode's error, BaseExceptions included (CancelledError, SystemExit,
+        KeyboardInterrupt, GeneratorExit): its coroutine is awaited in the episode's own task, never wrapped in a task
+        of its own, whose SystemExit or KeyboardInterrupt asyncio would re-raise out of the event loop. Only the
+        testbed's own interrupt goes on up: a cancellation of the episode's task (Ctrl-C, SIGTERM, a fatal error
+        elsewhere) is told apart from a CancelledError the agent raised by the task's pending cancellations."""
         instance = self._instance(request)
         turn = AgentTurn(request.messages, request.tools, str(request.conversation or "none"), request.sampling())
-        call = instance.respond(turn) if instance is not None else self._target(turn)
         started = time.perf_counter()
+        deadline = asyncio.timeout(self.timeout_s)
         try:
-            reply = await asyncio.wait_for(call, self.timeout_s)
-        except asyncio.TimeoutError:
-            raise BackendError(f"{self.label} gave no reply within {self.timeout_s:g}s (timeout_s)") from None
-        except Exception as exc:
-            raise BackendError(f"{self.label} raised {redact(describe(exc))[:300]}") from None
+            async with deadline:
+                reply = await (instance.respond(turn) if instance is not None else self._target(turn))
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise BackendError(f"{self.label} gave no reply within {self.timeout_s:g}s (timeout_s)") from None
+            raise BackendError(f"{self.label} raised {self._described(exc)}") from None
+        except BaseException as exc:
+            if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)) and interrupted():
+                raise
+            raise BackendError(f"{self.label} raised {self._described(exc)}") from None
         try:
-            return completion_of(reply, time.perf_counter() - started)
+            completion = completion_of(reply, time.perf_counter() - started)
         except MalformedAgentReply as exc:
             raise BackendError(f"{self.label} returned {exc}") from None
+        except Exception as exc:  # a dict reply whose arguments json.dumps cannot write (nested too deep), say
+            raise BackendError(f"{self.label} returned a reply the testbed cannot read: {self._described(exc)}") from None
+        size = reply_size(completion, self.max_reply_bytes)
+        if size > self.max_reply_bytes:
+            raise BackendError(f"{self.label} returned {in_units(size)} of text, over max_reply_bytes "
+                               f"({self.max_reply_bytes:,} bytes): return less, or raise max_reply_bytes in its spec")
+        return completion
+
+    @staticmethod
+    def _described(exc: BaseException) -> str:
+        """`Type: message` of what the agent raised, keys redacted, cut to a line (its str() may itself raise)."""
+        try:
+            text = describe(exc)
+        except Exception:
+            text = type(exc).__name__
+        return redact(text)[:300]
 
     async def close(self) -> None:
         """Drop every instance (an agent's own resources go with it)."""

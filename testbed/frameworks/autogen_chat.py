@@ -10,7 +10,8 @@ the native loop's order. What AgentChat does to the conversation, and the wire l
 agent keeps its own model context, in which its own turns are `assistant` messages and everyone
 else's (the opening task included, which the simulated user therefore sees as someone else's words)
 are `user` messages carrying the speaker's `name`; the seed is fixed for the episode (the native
-loop adds the turn index per user turn).
+loop adds the turn index per user turn). A cancelled episode (Ctrl-C, SIGTERM) cancels the team's cancellation
+token and stops the team within seconds (testbed.frameworks.prompt_stop), instead of letting it play on to its end.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
 from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
+from testbed.frameworks.prompt_stop import stopping_promptly
 from testbed.frameworks.run_log import framework_failure
 from testbed.orchestrator import Limits, TerminationReason, strip_marker, user_turn_count
 from testbed.transcript import Message, Transcript, Usage
@@ -28,16 +30,18 @@ ASSISTANT, USER = "assistant", "simulated_user"
 """Agent names (AgentChat wants identifiers, and reserves `user` for the task's source)."""
 
 
-def model_client(side: Side, function_calling: bool = False):
-    """An OpenAIChatCompletionClient on the side's server, with its sampling as create arguments (on the wire
-    recorder's shared httpx client when the endpoint has one), able to call tools when `function_calling`."""
+def model_client(side: Side, function_calling: bool = False, client_class: type | None = None):
+    """An OpenAIChatCompletionClient (or `client_class`, a subclass of it) on the side's server, with its sampling as
+    create arguments (on the wire recorder's shared httpx client when the endpoint has one), able to call tools when
+    `function_calling`."""
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
+    make = client_class or OpenAIChatCompletionClient
     s, e = side.sampling, side.endpoint
     extra = {"seed": s.seed} if s.seed is not None else {}
     if e.http_clients is not None:
         extra.update(http_client=e.http_clients[1], default_headers=e.headers)
-    return OpenAIChatCompletionClient(
+    return make(
         model=e.model, base_url=e.base_url, api_key=e.api_key, timeout=e.timeout_s, max_retries=e.max_retries,
         model_info={"vision": False, "function_calling": function_calling, "json_output": False, "family": "unknown",
                     "structured_output": False},
@@ -73,6 +77,7 @@ class AutoGenDialogues:
         from autogen_agentchat.agents import AssistantAgent
         from autogen_agentchat.messages import TextMessage
         from autogen_agentchat.teams import RoundRobinGroupChat
+        from autogen_core import CancellationToken
 
         pair = pair_of(assistant, user)
         task = [TextMessage(content=m.content, source="user" if m.role == "user" else ASSISTANT) for m in opening(transcript)]
@@ -82,15 +87,21 @@ class AutoGenDialogues:
                   AssistantAgent(USER, clients[1], system_message=pair.user.system_prompt)]
         team = RoundRobinGroupChat(agents, termination_condition=termination(transcript, limits, after_assistant, decided))
         stopped = False
-        try:
+        token = CancellationToken()
+
+        async def play() -> None:
+            nonlocal stopped
             since = time.perf_counter()
-            async for event in team.run_stream(task=task, output_task_messages=False):
+            async for event in team.run_stream(task=task, output_task_messages=False, cancellation_token=token):
                 if isinstance(event, TextMessage) and event.source in (ASSISTANT, USER):
                     stopped = self._keep(transcript, pair, event, limits, time.perf_counter() - since) or stopped
                     if event.source == ASSISTANT and after_assistant is not None and not decided:
                         if (reason := after_assistant(transcript.messages[-1], transcript)):
                             decided.append(reason)
                     since = time.perf_counter()
+
+        try:
+            await stopping_promptly(play(), token.cancel)
         except BackendError:
             raise
         except Exception as exc:

@@ -20,6 +20,13 @@ them (τ²'s own error for bad arguments). Calls AgentChat answers itself, never
 name no tool has, arguments that are not JSON), are recorded with AgentChat's answer, which is what
 the model saw, spoken by `autogen`, and count as tool errors.
 
+A model's reply whose tool-call arguments are out of bounds (longer than testbed.limits allows, or nested
+deeper) is refused by the testbed's client before AgentChat parses it (`BoundedToolCalls`): AgentChat's
+own parse raises RecursionError on arguments nested a thousand deep, which leaves its team waiting
+for ever, so the episode is an error naming the bound instead. When the episode is cancelled (Ctrl-C,
+SIGTERM) the team's cancellation token is cancelled and the team stopped within seconds
+(testbed.frameworks.prompt_stop): AgentChat otherwise plays on to the team's own end first.
+
 The team stops its own way, on a `FunctionalTermination` asked after every agent's turn: it waits
 until the stream has recorded that turn, then ends the team when the episode has stopped (a stop
 signal or a limit). A limit reached inside the assistant's tool loop ends the episode there, but
@@ -44,16 +51,19 @@ from autogen_agentchat.messages import (BaseAgentEvent, BaseChatMessage, TextMes
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import CancellationToken
 from autogen_core.model_context import UnboundedChatCompletionContext
-from autogen_core.models import AssistantMessage, UserMessage
+from autogen_core.models import AssistantMessage, CreateResult, UserMessage
 from autogen_core.tools import BaseTool, ToolSchema
+from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel, ConfigDict
 
 from testbed.backends.base import BackendError
 from testbed.frameworks.autogen_chat import ASSISTANT, USER, AutoGenDialogues, model_client
 from testbed.frameworks.pair import Side, generated
+from testbed.frameworks.prompt_stop import stopping_promptly
 from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import TerminationReason
+from testbed.tool_arguments import arguments_problem
 from testbed.transcript import Message, ToolCall, ToolResult, Usage
 
 FRAMEWORK_SPEAKER = "autogen"
@@ -158,6 +168,32 @@ def _usage(event: BaseAgentEvent | BaseChatMessage, latency_s: float) -> Usage:
     return Usage(usage.prompt_tokens, usage.completion_tokens, latency_s) if usage else Usage(0, 0, latency_s)
 
 
+class BoundedToolCalls(OpenAIChatCompletionClient):
+    """The model client, refusing a reply whose tool calls' arguments are out of bounds (testbed.tool_arguments).
+
+    AgentChat parses a call's arguments itself before any tool sees them, and a parse that raises anything but a
+    JSONDecodeError (a RecursionError on arguments nested a thousand deep) leaves its team waiting forever for
+    the tool results. The refusal is kept in `refused`, which the episode's error then gives as its reason.
+    """
+
+    refused: list[str]
+
+    async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
+        """The completion, unless a tool call in it is out of bounds (then ToolArgumentsRefused, its reason kept)."""
+        result = await super().create(*args, **kwargs)
+        if isinstance(result.content, list):
+            for call in result.content:
+                if (problem := arguments_problem(call.arguments)) is not None:
+                    reason = f"the model called {call.name[:100]} with arguments that {problem}"
+                    self.refused.append(reason)
+                    raise ToolArgumentsRefused(reason)
+        return result
+
+
+class ToolArgumentsRefused(RuntimeError):
+    """A model's tool call whose arguments are out of bounds, refused before AgentChat parses them."""
+
+
 class DomainTool(BaseTool[PassedThrough, str]):
     """One τ² tool as an AgentChat tool: τ²'s schema as given, each call run against the episode's environment."""
 
@@ -198,22 +234,31 @@ async def run_task(episode: ToolEpisode) -> TerminationReason:
         raise BackendError("autogen: a τ² task's opening must end with a spoken turn (its history ends in tool traffic)")
     pair, opening = episode.pair(), episode.opening()
     recorder = StreamRecorder(episode, {ASSISTANT: ("assistant", pair.assistant), USER: ("user", pair.user)})
-    clients, agents = [], {}
+    clients, agents, refused = [], {}, []
     for name, role, side in ((ASSISTANT, "assistant", pair.assistant), (USER, "user", pair.user)):
         tools = [DomainTool(t, recorder, role) for t in episode.tools(role)]
-        clients.append((model_client(side, bool(tools)), side))
+        clients.append((model_client(side, bool(tools), BoundedToolCalls), side))
+        clients[-1][0].refused = refused
         agents[role] = AssistantAgent(name, clients[-1][0], tools=tools or None, system_message=side.system_prompt,
                                       model_context=initial_context(opening, role), reflect_on_tool_use=True,
                                       max_tool_iterations=episode.max_steps)
     order = [agents["user"], agents["assistant"]] if last.role == "assistant" else [agents["assistant"], agents["user"]]
     team = RoundRobinGroupChat(order, termination_condition=FunctionalTermination(recorder.turn_ended_the_episode))
-    try:
-        async for event in team.run_stream():
+    token = CancellationToken()
+
+    async def play() -> None:
+        async for event in team.run_stream(cancellation_token=token):
             if not isinstance(event, TaskResult):
                 await recorder.take(event)
+
+    try:
+        await stopping_promptly(play(), token.cancel)
     except BackendError:
         raise
     except Exception as exc:
+        if refused:
+            framework_failure("autogen", exc)
+            raise BackendError(f"autogen: {refused[0]}") from None
         raise framework_failure("autogen", exc) from exc
     finally:
         for client, side in clients:

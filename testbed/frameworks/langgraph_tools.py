@@ -258,19 +258,16 @@ def in_view(m: Message, side: str) -> BaseMessage | None:
 
 
 def as_calls(m: Message) -> AIMessage:
-    """A recorded tool-call message as LangChain holds it: arguments that parse as a JSON object as a call, others as
-    an invalid call."""
+    """A recorded tool-call message as LangChain holds it: arguments that parse as a JSON object as a call, others (not
+    an object, or out of bounds: testbed.tool_arguments, checked before parsing) as an invalid call."""
     valid, invalid = [], []
     for c in m.tool_calls:
-        try:
-            args = json.loads(c.arguments)
-        except ValueError:
-            args = None
-        if isinstance(args, dict):
+        args, problem = c.checked_arguments()
+        if args is not None and c.arguments.strip():
             valid.append({"id": c.id, "name": c.name, "args": args, "type": "tool_call"})
         else:
-            invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": "not a JSON object",
-                            "type": "invalid_tool_call"})
+            why = f"the arguments {problem or 'are not a JSON object'}"
+            invalid.append({"id": c.id, "name": c.name, "args": c.arguments, "error": why, "type": "invalid_tool_call"})
     return AIMessage(content=m.content, tool_calls=valid, invalid_tool_calls=invalid)
 
 

@@ -42,12 +42,13 @@ class ToolDesk:
     errors: int = 0
 
     def answer(self, call: ToolCall, requestor: str, turn: int) -> Message:
-        """Run one call; arguments that are not a JSON object, an unknown tool or bad arguments give τ²'s tool error."""
+        """Run one call; arguments that are not a JSON object or are out of bounds (too long, nested too deep: checked
+        before parsing, testbed.tool_arguments), an unknown tool or bad arguments give τ²'s tool error."""
         from tau2.data_model.message import ToolCall as Tau2Call
 
-        arguments = call.parsed_arguments()
+        arguments, problem = call.checked_arguments()
         if arguments is None:
-            content, error = f"Error: the arguments of {call.name} are not a JSON object: {call.arguments[:200]}", True
+            content, error = f"Error: the arguments of {call.name[:200]} {problem}: {call.arguments[:200]}", True
         else:
             reply = self.environment.get_response(Tau2Call(id=call.id, name=call.name, arguments=arguments, requestor=requestor))
             content, error = reply.content or "", bool(reply.error)

@@ -17,6 +17,7 @@ import json
 from rich.text import Text
 
 from testbed.long_text import HEAD_CHARS, text_in_part
+from testbed.tool_arguments import bounded_loads
 from testbed.transcript import Message, ToolCall
 from testbed.terminal_text import neutralised
 
@@ -44,8 +45,8 @@ def compact_arguments(arguments: str) -> str:
     if len(arguments) > PARSED_ARGUMENT_CHARS:
         return " ".join(arguments[:4 * ARGUMENT_CHARS].split()) + "…"
     try:
-        parsed = json.loads(arguments)
-    except ValueError:
+        parsed = bounded_loads(arguments)
+    except ValueError:  # not JSON, or nested too deep to parse (testbed.tool_arguments)
         return " ".join(arguments.split())
     return json.dumps(parsed, ensure_ascii=False, separators=(", ", ": "))
 

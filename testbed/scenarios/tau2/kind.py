@@ -5,6 +5,9 @@ Everything τ² provides (tasks, policies, tools, guidelines, evaluator) is read
 package when the scenario loads; a bad domain, task id or split, a missing package, a raw user on a
 task where the user needs tools, or a managed server started without tool calling is a spec error
 before any model call.
+
+A RecursionError in an episode (a framework or τ²'s evaluator walking something nested too deeply) is that
+episode's error, never the run's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from testbed.frameworks import framework
 from testbed.frameworks.base import owns_client
 from testbed.frameworks.catalogue import OPENAI_COMPATIBLE
 from testbed.frameworks.tool_episode import ToolEpisode
+from testbed.limits import MAX_JSON_DEPTH
 from testbed.orchestrator import ERROR
 from testbed.participants import TurnSampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, stable_hash, variant
@@ -146,6 +150,14 @@ def marked(messages: list[Message], v: EpisodeVariant) -> list[Message]:
     return [replace(m, sampling={**m.sampling, VARY_SEEDS_KEY: vary}) if m.sampling is not None else m for m in messages]
 
 
+def too_deep(where: str, exc: RecursionError) -> str:
+    """The episode's one-line reason for a RecursionError in its loop or its scoring: something in the episode (a tool
+    call's arguments, a result) nested deeper than Python walks. The testbed's own readers check tool-call arguments
+    before parsing them (testbed.tool_arguments), so this is a framework's or τ²'s own walk; it costs the episode."""
+    return (f"{where}: RecursionError ({' '.join(str(exc).split())[:120]}): something in the episode nests too deeply "
+            f"to walk; the testbed takes tool-call arguments up to {MAX_JSON_DEPTH} levels deep")
+
+
 @dataclass
 class Tau2Runner:
     """Runs every trial of one task; each is its own episode with a fresh environment."""
@@ -188,11 +200,17 @@ class Tau2Runner:
             await stop_if_servers_gone(ctx)
             reason = exc.reason if tap is None or tap.gave_up is None else f"{ctx.framework}: {tap.gave_up}"
             outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, reason, None, transcript.usage())
+        except RecursionError as exc:
+            outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, too_deep(ctx.framework, exc), None,
+                                     transcript.usage())
         else:
             try:
                 reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
             except EvaluationFailed as exc:
                 outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, str(exc), None, transcript.usage())
+            except RecursionError as exc:
+                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, too_deep("τ²'s evaluator", exc),
+                                         None, transcript.usage())
             else:
                 outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "done", termination, None,
                                          reward.reward if reward is not None else None, transcript.usage(), reward=reward)
