@@ -16,7 +16,8 @@ import pytest
 from fault_specs import episodes
 from helpers import REPO, TESTBED, wait_for_episodes, write_yaml
 
-ENV = {**os.environ, "COLUMNS": "200", "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests"), os.environ.get("PYTHONPATH")]))}
+ENV = {**os.environ, "COLUMNS": "200",
+       "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests"), os.environ.get("PYTHONPATH")]))}
 """The CLI's environment, with the tests folder importable (the agents live in tests/hostile_agents.py)."""
 INCOMPLETE = 1
 """`testbed run`'s exit status for a run that ended with errored episodes (status `incomplete`)."""
