@@ -26,7 +26,7 @@ def recover(
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write the copy {out} ({exc.strerror or exc}): give a path in a folder you can write")
-    table = Table(title=f"recovered {store} into {out} (schema: {result.schema_from})")
+    table = Table(title=f"recovered {store} into {out}")
     for column in ("table", "rows kept", "rows lost", "unreadable rowids"):
         table.add_column(column, justify="left" if column in ("table", "unreadable rowids") else "right")
     for t in result.tables:

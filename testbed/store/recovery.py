@@ -1,11 +1,10 @@
 """Copy what can still be read of a damaged store into a new file, with Python's own sqlite3.
 
 The sqlite3 shell's `.recover` is not something the testbed ships, and the one on many machines (3.40.1) fails on
-every testbed store with "SQL logic error", leaving an empty copy. This copies the schema from `sqlite_master`
-(the testbed's own schema when that page is what is damaged), then each table's rows in rowid order. A read that
-meets a damaged page ("database disk image is malformed") keeps the rows read before it, skips ahead past the
-damaged rowids (doubling the step until a read succeeds, then narrowing back to the first readable rowid), and
-goes on: one bad page costs the rows on it, not the rest of the table. Indexes are built afterwards from the rows
+every testbed store with "SQL logic error", leaving an empty copy. This copies the schema from `sqlite_master`, then
+each table's rows in rowid order. A read that meets a damaged page ("database disk image is malformed") keeps the
+rows read before it, skips ahead past the damaged rowids (doubling the step until a read succeeds, then narrowing
+back to the first readable rowid), and goes on: one bad page costs the rows on it, not the rest of the table. Indexes are built afterwards from the rows
 kept. The copy is written beside the target under a temporary name and renamed into place at the end, so a
 target that exists is never overwritten and an interrupted recovery leaves no half copy under the target's name.
 """
@@ -19,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.store.schema import DDL, SCHEMA_VERSION
+from testbed.store.schema import SCHEMA_VERSION
 
 CHUNK_ROWS = 512
 """Rows read per query: small enough that a damaged page stops one short read, large enough to copy quickly."""
@@ -58,10 +57,9 @@ class TableRecovery:
 
 @dataclass
 class Recovery:
-    """The outcome of `recover`: the copy's path, whether the schema came from the file or the testbed, each table."""
+    """The outcome of `recover`: the copy's path and what became of each table."""
 
     out: Path
-    schema_from: str
     tables: list[TableRecovery]
     index_problems: list[str] = field(default_factory=list)
 
@@ -87,10 +85,10 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
         dst.execute("PRAGMA journal_mode=MEMORY")
         dst.execute("PRAGMA synchronous=OFF")
         dst.execute("BEGIN")
-        tables, indexes, schema_from = _schema(src)
+        tables, indexes = _schema(src, source)
         for _, sql in tables:
             dst.execute(sql)
-        result = Recovery(out, schema_from, [])
+        result = Recovery(out, [])
         for name, _ in tables:
             table = _copy_table(src, dst, name)
             result.tables.append(table)
@@ -102,8 +100,7 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
             except sqlite3.Error as exc:
                 result.index_problems.append(f"index {name}: {exc}")
         if all(t.unreadable for t in result.tables):
-            raise RecoveryError(f"nothing in {source} can be read (SQLite: {result.tables[0].unreadable}): its first page, which "
-                                "holds the schema, is damaged, or it is no testbed store")
+            raise RecoveryError(f"no table of {source} can be read (SQLite: {result.tables[0].unreadable}): nothing to copy")
         _keep_schema_version(dst, {n for n, _ in tables})
         dst.execute("COMMIT")
     except BaseException:
@@ -122,22 +119,19 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
     return result
 
 
-def _schema(src: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[tuple[str, str]], str]:
-    """(tables, indexes) as (name, CREATE statement), and where they came from: the file's own sqlite_master, or
-    the testbed's schema when sqlite_master cannot be read."""
+def _schema(src: sqlite3.Connection, source: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(tables, indexes) of the store as (name, CREATE statement), from its sqlite_master; RecoveryError when that
+    cannot be read (SQLite then cannot find any table's rows either)."""
     try:
         rows = src.execute("SELECT type, name, sql FROM sqlite_master "
                            "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'").fetchall()
-        tables = [(name, sql) for kind, name, sql in rows if kind == "table"]
-        indexes = [(name, sql) for kind, name, sql in rows if kind == "index"]
-        if tables:
-            return tables, indexes, "the store's own schema"
-    except sqlite3.DatabaseError:
-        pass
-    statements = [s.strip() for s in DDL.split(";") if s.strip()]
-    tables = [(s.split("(")[0].split()[-1], s) for s in statements if s.startswith("CREATE TABLE")]
-    indexes = [(s.split(" ON ")[0].split()[-1], s) for s in statements if s.startswith("CREATE INDEX")]
-    return tables, indexes, f"the testbed's schema version {SCHEMA_VERSION} (the store's own could not be read)"
+    except sqlite3.DatabaseError as exc:
+        raise RecoveryError(f"nothing in {source} can be read (SQLite: {exc}): its first page, which holds the schema, is "
+                            "damaged, or it is no testbed store") from None
+    tables = [(name, sql) for kind, name, sql in rows if kind == "table"]
+    if not tables:
+        raise RecoveryError(f"{source} holds no tables: it is no testbed store")
+    return tables, [(name, sql) for kind, name, sql in rows if kind == "index"]
 
 
 def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, name: str) -> TableRecovery:
