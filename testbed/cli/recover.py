@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,7 @@ import typer
 from rich.table import Table
 
 from testbed.cli.app import app, console, fail, say
+from testbed.cli.output import output_folder
 
 
 @app.command()
@@ -20,12 +22,13 @@ def recover(
     were kept and lost. Uses Python's sqlite3 alone, so it works where the sqlite3 shell's `.recover` does not."""
     from testbed.store.recovery import RecoveryError, recover as copy_readable
 
+    output_folder(out.parent)
     try:
         result = copy_readable(store, out)
     except RecoveryError as exc:
         fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot write the copy {out} ({exc.strerror or exc}): give a path in a folder you can write")
+    except (OSError, sqlite3.Error) as exc:
+        fail(f"cannot write the copy {out} ({getattr(exc, 'strerror', None) or exc}): give a path in a folder you can write")
     table = Table(title=f"recovered {store} into {out}")
     for column in ("table", "rows kept", "rows lost", "unreadable rowids"):
         table.add_column(column, justify="left" if column in ("table", "unreadable rowids") else "right")

@@ -73,6 +73,7 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
         raise RecoveryError(f"{out} exists: recovery never overwrites a file; give a new path for the copy")
     if out.resolve() == source.resolve():
         raise RecoveryError("the copy must go to another file than the damaged store")
+    out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".recovering")
     for leftover in (partial, Path(f"{partial}-journal")):
         leftover.unlink(missing_ok=True)
