@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,7 +63,7 @@ class Recovery:
     index_problems: list[str] = field(default_factory=list)
 
 
-def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecovery], None] | None = None) -> Recovery:
+def recover(source: Path | str, out: Path | str) -> Recovery:
     """Copy every readable row of the store at `source` into a new store at `out` (which must not exist)."""
     source, out = Path(source), Path(out)
     if not source.is_file():
@@ -90,11 +89,7 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
         for _, sql in tables:
             dst.execute(sql)
         result = Recovery(out, [])
-        for name, _ in tables:
-            table = _copy_table(src, dst, name)
-            result.tables.append(table)
-            if progress is not None:
-                progress(table)
+        result.tables.extend(_copy_table(src, dst, name) for name, _ in tables)
         for name, sql in indexes:
             try:
                 dst.execute(sql)
@@ -111,13 +106,25 @@ def recover(source: Path | str, out: Path | str, progress: Callable[[TableRecove
         raise
     dst.close()
     src.close()
+    _move_into_place(partial, out)
+    return result
+
+
+def _move_into_place(partial: Path, out: Path) -> None:
+    """Give the finished copy its name, never replacing a file that appeared there meanwhile (a hard link fails
+    then; where the file system has no hard links, the name is checked just before the rename)."""
     try:
         os.link(partial, out)
     except FileExistsError:
         raise RecoveryError(f"{out} appeared while recovering: recovery never overwrites a file; the copy is left at "
                             f"{partial}") from None
+    except OSError:
+        if out.exists():
+            raise RecoveryError(f"{out} appeared while recovering: recovery never overwrites a file; the copy is left at "
+                                f"{partial}") from None
+        os.rename(partial, out)
+        return
     partial.unlink()
-    return result
 
 
 def _schema(src: sqlite3.Connection, source: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
