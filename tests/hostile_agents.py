@@ -86,3 +86,10 @@ class SlowTalker:
     async def respond(self, turn: AgentTurn) -> str:
         await asyncio.sleep(self.delay_s)
         return "Still thinking about it."
+
+
+class UntypedCall:
+    """Calls a tool with its arguments as a dict inside a ToolCall, where JSON text belongs."""
+
+    async def respond(self, turn: AgentTurn) -> AgentMessage:
+        return AgentMessage(tool_calls=(ToolCall("c1", "lookup", {"x": 1}),))  # type: ignore[arg-type]

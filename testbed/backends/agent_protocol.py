@@ -84,16 +84,31 @@ def completion_of(reply: object, latency_s: float) -> Completion:
         if not isinstance(reply.content, str) or not all(isinstance(c, ToolCall) for c in reply.tool_calls):
             raise MalformedAgentReply("an AgentMessage whose content is not text or whose tool_calls are not ToolCalls")
         usage = Usage(reply.usage.prompt_tokens, reply.usage.completion_tokens, latency_s)
-        return Completion(reply.content, "tool_calls" if reply.tool_calls else "stop", usage, tool_calls=tuple(reply.tool_calls))
+        calls = _text_calls(reply.tool_calls)
+        return Completion(reply.content, "tool_calls" if calls else "stop", usage, tool_calls=calls)
     if isinstance(reply, Completion):
         usage = Usage(reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.latency_s or latency_s)
-        return Completion(reply.text, reply.finish_reason, usage, reply.attempts, reply.tool_calls)
+        if not isinstance(reply.text, str):
+            raise MalformedAgentReply("a Completion whose text is not text")
+        return Completion(reply.text, reply.finish_reason, usage, reply.attempts, _text_calls(reply.tool_calls))
     if isinstance(reply, Mapping):
         try:
             return completion_from_json(dict(reply), latency_s)
         except MalformedReply as exc:
             raise MalformedAgentReply(str(exc)) from None
     raise MalformedAgentReply(f"a {type(reply).__name__}, not text, an AgentMessage, a Completion or a dict")
+
+
+def _text_calls(calls: Any) -> tuple[ToolCall, ...]:
+    """The calls, each a ToolCall whose id, name and arguments are text (what the store, the views and τ²'s tool desk
+    read); MalformedAgentReply naming what is not."""
+    calls = tuple(calls or ())
+    if not all(isinstance(c, ToolCall) for c in calls):
+        raise MalformedAgentReply("tool_calls that are not ToolCalls")
+    if not all(isinstance(p, str) for c in calls for p in (c.id, c.name, c.arguments)):
+        raise MalformedAgentReply("a ToolCall whose id, name or arguments are not text (arguments are JSON text: "
+                                  "json.dumps them)")
+    return calls
 
 
 def completion_from_json(body: Any, latency_s: float, attempts: int = 1) -> Completion:

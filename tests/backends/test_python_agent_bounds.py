@@ -70,3 +70,12 @@ async def test_the_reply_bound_counts_bytes_of_utf8_not_characters():
         await wide.generate(request())
     narrow = backend("hostile_agents:Verbose", options={"megabytes": 3000 / 1024 ** 2}, max_reply_bytes=4096)
     assert len((await narrow.generate(request())).text) == 3000, "3,000 ASCII characters are 3,000 bytes, under 4,096"
+
+
+async def test_a_tool_call_whose_arguments_are_not_text_is_the_turns_error():
+    """Arguments are JSON text everywhere after the agent (the store, the views, τ²'s tool desk): a dict there used to
+    pass and fail later, outside the agent's turn, where it stopped the run."""
+    with pytest.raises(BackendError) as caught:
+        await backend("hostile_agents:UntypedCall").generate(request())
+    assert caught.value.reason == (f"{LABEL.format(name='UntypedCall')} returned a ToolCall whose id, name or arguments are "
+                                   "not text (arguments are JSON text: json.dumps them)")
