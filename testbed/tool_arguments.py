@@ -55,11 +55,11 @@ def nesting_depth(text: str, stop_above: int | None = None) -> int:
 
 def arguments_problem(text: str) -> str | None:
     """Why `text` may not be parsed as a call's arguments (longer than MAX_TOOL_ARGUMENT_BYTES, nested deeper than
-    MAX_JSON_DEPTH), as the end of a sentence ("are 300 KB long, ..."); None when it is within both bounds."""
+    MAX_JSON_DEPTH), as the end of a sentence ("are 300,000 bytes long, ..."); None when it is within both bounds."""
     if len(text) > MAX_TOOL_ARGUMENT_BYTES // 4:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_TOOL_ARGUMENT_BYTES:
-            return (f"are {size / 1024:,.0f} KB long, over the {MAX_TOOL_ARGUMENT_BYTES // 1024} KB a call's arguments may be "
+            return (f"are {size:,} bytes long, over the {MAX_TOOL_ARGUMENT_BYTES:,} a call's arguments may be "
                     "(testbed.limits.MAX_TOOL_ARGUMENT_BYTES)")
     if nesting_depth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return f"nest deeper than {MAX_JSON_DEPTH} levels (testbed.limits.MAX_JSON_DEPTH)"
