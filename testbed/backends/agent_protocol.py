@@ -17,8 +17,11 @@ HTTP agent's JSON contract (`{"content": ..., "tool_calls": [...]}`, testbed.bac
 
 A class is built once per episode and its `respond` awaited at every turn of that episode, so its
 state (memory, a scratchpad, retrieved notes) is its own; a function is awaited at every turn of every
-episode and keys any state it keeps by `turn.episode_id`. An exception, a reply of another shape or a
-turn past `timeout_s` is the episode's error, naming the agent; the run goes on.
+episode and keys any state it keeps by `turn.episode_id`. Anything it raises (BaseExceptions such as
+SystemExit, KeyboardInterrupt or CancelledError included), a reply of another shape, a reply longer than
+the spec's `max_reply_bytes` or a turn past `timeout_s` is the episode's error, naming the agent; the run
+goes on. Tool-call arguments are JSON text; arguments longer or nested deeper than testbed.limits allows
+are answered with τ²'s tool error, like arguments that are not JSON.
 """
 
 from __future__ import annotations

@@ -79,6 +79,12 @@ def one_line(exc: BaseException) -> str:
 
 
 def framework_failure(framework: str, exc: BaseException) -> BackendError:
-    """A framework's exception as the episode's error: one line (its type and message), the traceback logged."""
+    """A framework's exception as the episode's error: one line (its type and message), the traceback logged. A
+    RecursionError says what it most likely means: the framework parsed something nested too deeply (a tool call's
+    arguments nested a thousand deep, which the testbed's own readers refuse before parsing: testbed.tool_arguments)."""
     FAILURES.error("%s: an episode failed", framework, exc_info=exc)
-    return BackendError(f"{framework}: {one_line(exc)}")
+    reason = one_line(exc)
+    if isinstance(exc, RecursionError):
+        reason = (f"{reason[:160]} (something the model sent, such as a tool call's arguments, nests too deeply for "
+                  f"{framework} to parse)")
+    return BackendError(f"{framework}: {reason}")

@@ -65,6 +65,8 @@ async def test_deeply_nested_arguments_from_a_model_server_cost_at_most_their_ep
         if episode.status == "error":
             reason = episode.error_reason
             assert reason.startswith(f"{name}: ") and "\n" not in reason and len(reason) <= 500, reason
+            if "RecursionError" in reason:
+                assert reason.endswith(f"nests too deeply for {name} to parse)"), "the reason says what went wrong"
     if name == "autogen":
         assert episode.error_reason == f"autogen: the model called create_task with arguments that {TOO_DEEP}", \
             "AgentChat parses a call's arguments before any tool runs (a RecursionError there left its team waiting for ever): " \
