@@ -7,8 +7,9 @@ the user's turns with τ²'s stop signals stripped. Tool calls always run agains
 environment (`call_tool`), which the testbed owns and τ²'s evaluator later replays, whichever
 framework asked for them.
 
-Steps and limits follow τ²'s orchestrator: a step is one generation or one batch of tool results;
-the step and tool-error limits are checked whenever the next message is not for the environment.
+Steps and limits follow τ²'s orchestrator: a step is one generation (a stop signal included) or one
+batch of tool results; the step and tool-error limits are checked whenever the next message is not for
+the environment, after a stop signal too, so a stop on the last allowed step ends as `max_steps`.
 Once the episode has stopped (a signal or a limit) nothing more is recorded, so a framework that
 overshoots its own stop by a message leaves the transcript as the native loop would.
 """
@@ -84,10 +85,10 @@ class ToolEpisode:
         message, signal = strip_signals(message, USER_SIGNALS if side == "user" else (AGENT_SIGNAL,))
         if message.content or message.tool_calls or signal is None:
             self.transcript.append(replace(message, turn_index=self.transcript.next_turn))
+        self.steps += 1
         if signal is not None:
             self.stopped = USER_SIGNALS[signal] if side == "user" else TerminationReason.AGENT_STOP
-            return self.stopped
-        self.steps += 1
+            return self.stopped if message.tool_calls else self._limit()
         return None if message.tool_calls else self._limit()
 
     def record_results(self, results: list[Message]) -> TerminationReason | None:
@@ -100,9 +101,12 @@ class ToolEpisode:
         return self._limit()
 
     def _limit(self) -> TerminationReason | None:
+        """The limits as τ²'s `Orchestrator.run` checks them after every step not bound for the environment: a
+        stop signal is a step too, so a stop on the last allowed step ends as `max_steps`, and the error limit is
+        checked last, so it wins when both are reached."""
         if self.steps >= self.max_steps:
             self.stopped = TerminationReason.MAX_STEPS
-        elif self.desk.errors >= self.max_errors:
+        if self.desk.errors >= self.max_errors:
             self.stopped = TerminationReason.TOO_MANY_ERRORS
         return self.stopped
 

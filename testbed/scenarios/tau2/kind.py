@@ -7,7 +7,9 @@ task where the user needs tools, or a managed server started without tool callin
 before any model call.
 
 A RecursionError in an episode (a framework or τ²'s evaluator walking something nested too deeply) is that
-episode's error, never the run's.
+episode's error, never the run's. An episode whose loop ended but whose scoring failed (τ²'s evaluator raised)
+is stored as an error with the evaluator's reason beside its true termination (`user_stop`, `max_steps`, …),
+so the error says what failed and the termination still says how the conversation ended.
 """
 
 from __future__ import annotations
@@ -207,10 +209,11 @@ class Tau2Runner:
             try:
                 reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
             except EvaluationFailed as exc:
-                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, str(exc), None, transcript.usage())
+                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", termination, str(exc), None,
+                                         transcript.usage())
             except RecursionError as exc:
-                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", ERROR, too_deep("τ²'s evaluator", exc),
-                                         None, transcript.usage())
+                outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", termination,
+                                         too_deep("τ²'s evaluator", exc), None, transcript.usage())
             else:
                 outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "done", termination, None,
                                          reward.reward if reward is not None else None, transcript.usage(), reward=reward)

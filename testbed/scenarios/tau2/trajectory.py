@@ -43,7 +43,9 @@ def to_tau2(messages: list[Message]) -> list[Any]:
     environment (arguments that are not a JSON object, which the testbed answers itself, or a call a
     framework answered in its own words: its result's speaker is not the environment) is left out with
     its result: τ²'s evaluator replays every call on a fresh environment and expects the stored result
-    back, which such a call cannot give.
+    back, which such a call cannot give. Text written in the same message as a call stays beside it, as
+    τ²'s own loop keeps it (its communicate check reads it); a message whose every call was left out keeps
+    its text alone.
     """
     from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
     from tau2.data_model.message import ToolCall as Tau2Call
@@ -68,7 +70,9 @@ def to_tau2(messages: list[Message]) -> list[Any]:
                 else:
                     calls.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=m.role))
             if calls:
-                out.append(kinds[m.role](role=m.role, content=None, tool_calls=calls))
+                out.append(kinds[m.role](role=m.role, content=m.content or None, tool_calls=calls))
+            elif m.content:
+                out.append(kinds[m.role](role=m.role, content=m.content))
             continue
         out.append(kinds[m.role](role=m.role, content=m.content))
     return out
