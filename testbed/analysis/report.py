@@ -26,14 +26,23 @@ def judge_columns() -> list[str]:
             *(f"share_{label}" for label in taxonomy().labels)]
 
 
-def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None) -> pd.DataFrame:
+class ReportOptionError(ValueError):
+    """An option the run's report does not read (ReportEntry.options): refused, never silently ignored."""
+
+
+def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None, **options) -> pd.DataFrame:
     """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
     and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
     named by its entry in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run
-    id not in the store gives the first kind's empty frame."""
+    id not in the store gives the first kind's empty frame. `options` go to that report's builder; one it does not
+    take (ReportEntry.options) is a ReportOptionError naming the report."""
     run = store.find_run(run_id)
     kind = KINDS.entry(run.kind if run is not None else KINDS.names()[0])
-    frame = REPORTS.entry(kind.report).build(store, run_id, judge)
+    entry = REPORTS.entry(kind.report)
+    given = {k: v for k, v in options.items() if v is not None}
+    if unread := sorted(set(given) - set(entry.options)):
+        raise ReportOptionError(f"the {entry.name} report has no {', '.join(unread)}")
+    frame = entry.build(store, run_id, judge, **given)
     if correction is None or judge is None:
         return frame
     if judge.judge == REVIEWED:

@@ -1,9 +1,9 @@
 """τ² outcomes in the framework comparison: each framework's task reward, pass^k and tool use, and its reward
 against `native` on the same task × trial.
 
-Rewards are over finished episodes with a score; an errored episode is no score, so it is counted apart
-(`error_share`) and a pair where either side errored is left out of the paired difference and counted
-(`reward_pairs_errored`). The metrics are testbed.analysis.tau2_metrics's, so the comparison and the τ²
+A framework's reward counts each errored episode as a failed task with reward 0, as the τ² report does by default
+(τ²'s runner's convention), with the share errored beside it (`error_share`); the paired difference against
+native leaves out a pair where either side errored and counts it (`reward_pairs_errored`). The metrics are testbed.analysis.tau2_metrics's, so the comparison and the τ²
 report give the same number for the same run.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2_metrics import BOOTSTRAP_RESAMPLES, ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts
+from testbed.analysis.tau2_metrics import (BOOTSTRAP_RESAMPLES, ToolCounts, counted_rewards, is_success, pass_hat_ks,
+                                          reward_interval, tool_counts)
 from testbed.analysis.tau2_report import TAU2_REPORT
 from testbed.specs.registries import KINDS
 from testbed.store import Store
@@ -36,23 +37,18 @@ def all_tau2(store: Store, run_ids: Iterable[str]) -> bool:
                                for r in found)
 
 
-def scored_rewards(episodes: pd.DataFrame) -> pd.DataFrame:
-    """The finished episodes that have a reward (an unscored task or an errored episode has none)."""
-    return episodes[(episodes.status == "done") & episodes.task_score.notna()]
-
-
 def tau2_columns(store: Store, run_id: str) -> dict:
-    """One framework's τ² outcomes: the mean reward with its 95 % interval (Wilson's on successes when every reward
+    """One framework's τ² outcomes: the mean reward (errored episodes counting 0) with its 95 % interval (Wilson's on successes when every reward
     is 0 or 1, else a seeded bootstrap; `reward_interval` says which), τ²'s pass^k for k up to the fewest scored
     trials of any task (`pass_hat_<k>`), tool calls and errors per finished episode on each side, and the share of
     episodes that errored with its Wilson interval."""
     episodes = episodes_df(store, run_id, exact=True)
-    scored = scored_rewards(episodes)
+    scored = counted_rewards(episodes)
     rewards = [float(r) for r in scored.task_score]
     lo, hi, kind = reward_interval(rewards)
     errors, n = int((episodes.status == "error").sum()), len(episodes)
     error_lo, error_hi = wilson_interval(errors, n)
-    out = {"scored": len(rewards), "successes": sum(map(is_success, rewards)),
+    out = {"scored": int(((episodes.status == "done") & episodes.task_score.notna()).sum()), "successes": sum(map(is_success, rewards)),
            "reward": sum(rewards) / len(rewards) if rewards else math.nan, "reward_lo": lo, "reward_hi": hi,
            "reward_interval": kind, "error_share": errors / n if n else math.nan, "error_lo": error_lo, "error_hi": error_hi}
     per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in scored.groupby(TASK_CONDITION, dropna=False)]

@@ -21,6 +21,24 @@ BOOTSTRAP_RESAMPLES = 2000
 """Resamples of the percentile bootstrap used for rewards that are not all 0 or 1."""
 
 
+ERRORED_AS = ("zero", "left-out")
+"""How a τ² reward treats an errored episode: `zero` (the default) counts it as a failed task with reward 0, as τ²'s
+runner counts a failed simulation, so the figure is comparable with τ²'s leaderboard; `left-out` averages the
+finished episodes only (the share errored is shown beside either)."""
+
+
+def counted_rewards(episodes: pd.DataFrame, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame:
+    """The episodes a reward averages, each with its `task_score`: finished episodes with a reward and, under
+    `zero`, every errored episode with a reward of 0 (an unscored finished episode is in neither)."""
+    if errored_as not in ERRORED_AS:
+        raise ValueError(f"errored episodes count as one of {', '.join(ERRORED_AS)}, not {errored_as!r}")
+    scored = episodes[(episodes.status == "done") & episodes.task_score.notna()]
+    if errored_as == "left-out":
+        return scored
+    errored = episodes[episodes.status == "error"].assign(task_score=0.0)
+    return pd.concat([scored, errored]) if len(errored) else scored
+
+
 def is_success(reward: float) -> bool:
     """Whether a reward counts as solving the task: within τ²'s tolerance of 1, as its `is_successful` says."""
     return abs(reward - 1.0) <= SUCCESS_TOLERANCE

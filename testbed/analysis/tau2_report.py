@@ -11,14 +11,15 @@ import pandas as pd
 from testbed.analysis.conversation_report import GROUP, conversation_report
 from testbed.analysis.tau2_faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMNS, fault_frame, fault_rates, review_rates,
                                           reviewed_faults)
-from testbed.analysis.tau2_metrics import (ToolCounts, is_success, pass_hat_ks, reward_interval, tool_counts,
-                                          with_seed_reliability)
+from testbed.analysis.tau2_metrics import (ERRORED_AS, ToolCounts, counted_rewards, is_success, pass_hat_ks,
+                                          reward_interval, tool_counts, with_seed_reliability)
 from testbed.specs.registries import ReportEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity
 
-REWARD_COLUMNS = ["tasks", "scored", "successes", "reward", "reward_lo", "reward_hi", "reward_interval"]
+REWARD_COLUMNS = ["tasks", "scored", "successes", "reward", "reward_lo", "reward_hi", "reward_interval", "reward_errored_as",
+                  "error_share"]
 """The τ² columns that lead, after the conversation report's episodes and errors; pass^k and the reward's parts follow."""
 TOOL_COLUMNS = [f"{side}_{what}" for side in ("tool", "user_tool")
                 for what in ("calls", "errors", "calls_per_episode", "errors_per_episode")]
@@ -27,11 +28,14 @@ REPLACED = ["accuracy", "accuracy_lo", "accuracy_hi", "scored"]
 """Conversation-report columns the reward columns stand for (its accuracy is the mean task score)."""
 
 
-def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame:
     """One row per condition group of a τ² run (the dataset column is the domain, `tau2-<domain>`).
 
-    Rates exclude errored episodes, which `errors` counts: the reward, success and pass^k are over finished
-    episodes with a reward, tool use over finished episodes. The reward's 95 % interval is Wilson's on successes
+    The reward, successes and pass^k count each errored episode as a failed task with reward 0 (`errored_as`
+    `zero`, τ²'s runner's and the leaderboard's convention), or leave errored episodes out (`left-out`);
+    `reward_errored_as` says which, `error_share` is the share of the group's episodes that errored, and `scored`
+    counts the finished episodes with a reward. The other rates exclude errored episodes, which `errors` counts:
+    tool use is over finished episodes. The reward's 95 % interval is Wilson's on successes
     when every reward is 0 or 1, else a seeded bootstrap (`reward_interval` says which). `pass_hat_<k>` is τ²'s pass^k over the group's
     tasks for k up to the fewest finished trials of any of them (NaN above it); `breakdown_<part>` the mean
     of each reward part over the episodes scored on it; `user_tool_*` columns appear when a user called a
@@ -55,7 +59,7 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.Da
     breakdowns = {eid: r.breakdown for eid, r in store.rewards(run_id).items()}
     users_call = any(c.user_calls for c in counts.values())
     reviews = reviewed_faults(store, run_id, judge)
-    rows = [{**_row(dict(zip(GROUP, keys)), g[g.status == "done"], g, counts, breakdowns, users_call),
+    rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),
              **fault_rates(faults.loc[g.episode_id], judge is not None), **_severity(faults.loc[g.episode_id], reviews)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
@@ -90,15 +94,17 @@ def _column_order(column: str) -> tuple:
     return (3, TOOL_COLUMNS.index(column), "")
 
 
-def _row(keys: dict, done: pd.DataFrame, group: pd.DataFrame, counts: dict[str, ToolCounts],
-         breakdowns: dict[str, dict[str, float]], users_call: bool) -> dict:
+def _row(keys: dict, group: pd.DataFrame, counted: pd.DataFrame, counts: dict[str, ToolCounts],
+         breakdowns: dict[str, dict[str, float]], users_call: bool, errored_as: str) -> dict:
+    done = group[group.status == "done"]
     scored = done[done.task_score.notna()]
-    rewards = [float(r) for r in scored.task_score]
+    rewards = [float(r) for r in counted.task_score]
     lo, hi, kind = reward_interval(rewards)
-    row = {**keys, "tasks": group.item_id.nunique(), "scored": len(rewards), "successes": sum(map(is_success, rewards)),
+    row = {**keys, "tasks": group.item_id.nunique(), "scored": len(scored), "successes": sum(map(is_success, rewards)),
            "reward": sum(rewards) / len(rewards) if rewards else math.nan,
-           "reward_lo": lo, "reward_hi": hi, "reward_interval": kind}
-    per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in scored.groupby("item_id")]
+           "reward_lo": lo, "reward_hi": hi, "reward_interval": kind, "reward_errored_as": errored_as,
+           "error_share": float((group.status == "error").mean())}
+    per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in counted.groupby("item_id")]
     row.update({f"pass_hat_{k}": v for k, v in pass_hat_ks(per_task).items()})
     parts: dict[str, list[float]] = {}
     for eid in scored.episode_id:
@@ -116,5 +122,5 @@ def _row(keys: dict, done: pd.DataFrame, group: pd.DataFrame, counts: dict[str, 
     return row
 
 
-TAU2_REPORT = ReportEntry("tau2", tau2_report)
+TAU2_REPORT = ReportEntry("tau2", tau2_report, options=("errored_as",))
 """τ²-bench's report entry."""

@@ -1,5 +1,6 @@
 """The `testbed` command line."""
 
+from testbed.cli import report as _report  # noqa: F401  (registers report)
 from testbed.cli import judging as _judging  # noqa: F401  (registers the judging commands)
 from testbed.cli import graphs as _graphs  # noqa: F401  (registers the graph command)
 from testbed.cli import frameworks as _frameworks  # noqa: F401  (registers compare and wire)

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from testbed.cli.app import StoreOpt, _error_rates, app, console, fail, open_store, run_async
+from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.report_output import error_rates_file
 from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, say
 from testbed.specs.errors import SpecError
@@ -133,7 +134,7 @@ def eval_judge(
 
     resolved = _load_judge(judge, model)
     review_judge = _load_judge(reviewer, reviewer_model, "--reviewer") if reviewer is not None else None
-    correction = _error_rates(correct_with) if correct_with is not None else None
+    correction = error_rates_file(correct_with) if correct_with is not None else None
     if review_share is not None and (correction is None or not correction.turns):
         fail("--review-share needs --correct-with error counts that hold per-turn margins (the trainer's "
              "judges/models/learned-3.cv-error-rates.<kind>.json, or a file eval-judge --save-error-rates wrote for the learned judge)")

@@ -116,10 +116,13 @@ class ReportEntry:
     """A report: `build(store, run_id, judge) -> DataFrame`, one row per condition group of a run.
 
     A scenario kind names the report its runs get (ScenarioKindEntry.report); several kinds can share one.
+    `options` names the keyword arguments `build` also takes (`errored_as` for reports with rewards), so a command
+    can refuse an option the run's report does not read instead of ignoring it.
     """
 
     name: str
     build: Callable[..., Any]
+    options: tuple[str, ...] = ()
 
 
 KINDS: Registry[ScenarioKindEntry] = Registry("scenario kind", ScenarioKindEntry)

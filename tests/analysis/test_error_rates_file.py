@@ -68,7 +68,7 @@ class Failed(Exception):
 def test_report_refuses_a_bad_file_with_the_message_it_always_gave(tmp_path, monkeypatch):
     import importlib
 
-    cli_app = importlib.import_module("testbed.cli.app")
+    cli_app = importlib.import_module("testbed.cli.report_output")
 
     def fail(message: str, code: int = 2):
         raise Failed(message, code)
@@ -77,7 +77,7 @@ def test_report_refuses_a_bad_file_with_the_message_it_always_gave(tmp_path, mon
     bad.write_text("{}")
     monkeypatch.setattr(cli_app, "fail", fail)
     with pytest.raises(Failed) as caught:
-        cli_app._error_rates(bad)
+        cli_app.error_rates_file(bad)
     assert caught.value.args == (f"--correct-with {bad}: not error counts (KeyError: 'true_positives'); {FIX}", 2)
 
 

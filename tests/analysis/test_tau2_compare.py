@@ -111,17 +111,18 @@ def test_each_framework_gets_its_mean_reward_with_the_right_interval_and_its_err
     assert (native.reward_lo, native.reward_hi) == pytest.approx(wilson_interval(2, 4))
     assert native.error_share == 0.0 and (native.error_lo, native.error_hi) == pytest.approx(wilson_interval(0, 4))
     assert (twin.episodes, twin.errors, twin.scored, twin.successes) == (4, 1, 3, 1), "the errored episode is no score"
-    assert twin.reward == pytest.approx(0.5), "(0.5 + 0 + 1) / 3: a partial reward counts at its value"
+    assert twin.reward == pytest.approx(0.375), \
+        "(0.5 + 0 + 1 + 0) / 4: a partial reward counts at its value, the errored episode as 0 (τ²'s runner)"
     assert twin.reward_interval == "bootstrap"
-    assert (twin.reward_lo, twin.reward_hi) == pytest.approx(reward_interval([0.5, 0.0, 1.0])[:2])
+    assert (twin.reward_lo, twin.reward_hi) == pytest.approx(reward_interval([0.5, 0.0, 1.0, 0.0])[:2])
     assert twin.error_share == 0.25 and (twin.error_lo, twin.error_hi) == pytest.approx(wilson_interval(1, 4))
 
 
 def test_pass_hat_k_goes_up_to_the_fewest_scored_trials_of_a_task(frame):
     native, twin = frame.iloc[0], frame.iloc[1]
     assert (native.pass_hat_1, native.pass_hat_2) == (0.5, 0.5), "create_task_1 2/2, update_task_1 0/2"
-    assert twin.pass_hat_1 == 0.5, "create_task_1 0/2 (0.5 is no success), update_task_1 1/1"
-    assert math.isnan(twin.pass_hat_2), "update_task_1 has one scored trial: no pass^2 for the twin"
+    assert twin.pass_hat_1 == 0.25, "create_task_1 0/2 (0.5 is no success), update_task_1 1/2 (its errored trial failed)"
+    assert twin.pass_hat_2 == 0.0, "an errored trial is a failed trial, so update_task_1 has two trials and no pass^2 success"
 
 
 def test_tool_calls_and_errors_are_per_finished_episode(frame):
@@ -180,11 +181,11 @@ def test_every_format_shows_the_tau2_outcomes(frame):
     assert [c.header for c in table.columns] == headers and "1 errored left out" in console.file.getvalue()
 
     rows = pd.read_csv(io.StringIO(comparison_text(frame, [], None, "csv")))
-    assert list(rows.reward) == pytest.approx([0.5, 0.5]) and list(rows.reward_pairs.fillna(-1)) == [-1, 3]
+    assert list(rows.reward) == pytest.approx([0.5, 0.375]) and list(rows.reward_pairs.fillna(-1)) == [-1, 3]
 
     records = json.loads(comparison_text(frame, [], None, "json"))["frameworks"]
     assert records[1]["reward_change"] == pytest.approx(-1 / 6) and records[1]["reward_pairs_errored"] == 1
-    assert records[0]["reward_pairs"] is None and records[1]["pass_hat_2"] is None
+    assert records[0]["reward_pairs"] is None and records[1]["pass_hat_2"] == 0.0
 
 
 def test_a_user_calling_tools_adds_its_columns(frame):

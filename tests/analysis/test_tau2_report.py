@@ -86,8 +86,9 @@ def test_pass_hat_k_is_over_the_tasks_up_to_their_fewest_finished_trials(run):
     assert cool.pass_hat_1 == pytest.approx((2 / 3 + 1 / 3) / 2)
     assert cool.pass_hat_2 == pytest.approx((1 / 3 + 0) / 2), "task-a: C(2,2)/C(3,2); task-b: C(1,2) = 0"
     assert cool.pass_hat_3 == 0.0
-    assert (hot.pass_hat_1, hot.pass_hat_2) == (0.0, 0.0)
-    assert math.isnan(hot.pass_hat_3), "task-b has two finished trials: no pass^3"
+    assert (hot.pass_hat_1, hot.pass_hat_2, hot.pass_hat_3) == (0.0, 0.0, 0.0), "task-b's errored trial is a failed trial"
+    left_out = tau2_report(run, "r", None, errored_as="left-out").set_index("temperature").loc[1.0]
+    assert math.isnan(left_out.pass_hat_3), "errored episodes left out: task-b has two finished trials, no pass^3"
 
 
 def test_terminations_are_shares_of_finished_episodes_and_errors_are_counted_apart(run):
@@ -148,7 +149,8 @@ def test_the_report_is_registered_and_renders_its_columns(run):
     cool = dict(zip(header, rows[0]))
     assert cool["reward (95% CI)"] == f"50.0% ({wilson_interval(3, 6)[0]:.0%}–{wilson_interval(3, 6)[1]:.0%})"
     assert cool["pass^k (k=1,2,…)"] == "0.50 0.17 0.00"
-    assert dict(zip(header, rows[1]))["pass^k (k=1,2,…)"] == "0.00 0.00"
+    assert dict(zip(header, rows[1]))["pass^k (k=1,2,…)"] == "0.00 0.00 0.00"
+    assert cool["errored in reward"] == "as 0"
     assert cool["reward parts"] == "COMMUNICATE 0.83, DB 0.50"
     assert cool["tool calls/ep."] == "0.33" and cool["user tool calls/ep."] == "0.00"
     assert "accuracy (95% CI)" not in header
@@ -196,3 +198,44 @@ def test_an_empty_run_gives_an_empty_frame_with_the_reward_columns(store):
     store.begin_run("r", scenario="s", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None, planned=0)
     frame = tau2_report(store, "r", None)
     assert frame.empty and {"reward", "reward_lo", "reward_hi", "tasks", "tool_calls_per_episode"} <= set(frame.columns)
+
+
+def one_solved_one_errored(store) -> None:
+    """A run whose one task was solved once and errored once."""
+    store.begin_run("r", scenario="s", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None, planned=2)
+    for trial, reward in enumerate((1.0, None)):
+        key = EpisodeKey(f"e{trial}", "task-a", "tau2-mock", "a", "m-a", "u", "m-u", "instructed", 0.0, trial, "none")
+        if reward is None:
+            store.write_episode("r", EpisodeOutcome(key, messages(0.0, "task-a", 1)[:3], "error", "user_stop", "evaluator failed"))
+        else:
+            store.write_episode("r", EpisodeOutcome(key, messages(0.0, "task-a", 1), "done", "user_stop", None, reward))
+    store.commit()
+
+
+def test_an_errored_episode_counts_as_a_failed_task_unless_left_out(store):
+    one_solved_one_errored(store)
+    (zero,) = tau2_report(store, "r", None).itertuples()
+    assert (zero.reward, zero.successes, zero.pass_hat_1, zero.scored) == (0.5, 1, 0.5, 1), "τ²'s runner: a failure scores 0"
+    assert zero.reward_errored_as == "zero" and zero.error_share == 0.5
+    (left,) = tau2_report(store, "r", None, errored_as="left-out").itertuples()
+    assert (left.reward, left.successes, left.pass_hat_1) == (1.0, 1, 1.0) and left.reward_errored_as == "left-out"
+    assert left.error_share == 0.5, "the share errored is shown beside either convention"
+
+
+def test_the_report_command_takes_the_convention_and_refuses_it_where_there_is_no_reward(store):
+    from typer.testing import CliRunner
+
+    from testbed.cli.app import app as cli
+
+    one_solved_one_errored(store)
+    store.begin_run("p", scenario="s", kind="probe", spec={}, fingerprint="g", versions={}, git_revision=None, planned=1)
+    key = EpisodeKey("p0", "item", "gsm8k", "a", "m-a", "u", "m-u", "instructed", 0.0, 0, "none")
+    store.write_episode("p", EpisodeOutcome(key, messages(0.0, "task-b", 0), "done", "max_turns", None, 1.0))
+    store.commit()
+    shown = CliRunner().invoke(cli, ["report", "r", "-f", "csv", "--errored", "left-out", "--store", str(store.path)])
+    assert shown.exit_code == 0, shown.output
+    assert "left-out" in shown.output and ",1.0," in shown.output
+    wrong = CliRunner().invoke(cli, ["report", "r", "--errored", "half", "--store", str(store.path)])
+    assert wrong.exit_code != 0 and "unknown --errored 'half'; use one of zero, left-out" in wrong.output
+    probe = CliRunner().invoke(cli, ["report", "p", "--errored", "zero", "--store", str(store.path)])
+    assert probe.exit_code != 0 and "only τ² runs have rewards" in probe.output, probe.output

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from testbed.cli.app import _report_judge
+from testbed.cli.report_output import report_judge as _report_judge
 from testbed.cli.replay import _judge
 from testbed.cli.shell import labelled_run
 from testbed.judges.turns import label_row

@@ -1,0 +1,34 @@
+"""`testbed report`: what a run measured, per condition group, with its judge labels (testbed.cli.report_output prints it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from testbed.cli.app import StoreOpt, app
+from testbed.cli.given_names import given_judge
+from testbed.cli.report_output import print_report
+from testbed.cli.shell import fail, open_store
+
+
+@app.command()
+def report(
+    run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
+    format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="whose labels to show (default: reviewed, else learned, else local labels; `none` for none)")] = None,
+    correct_with: Annotated[Optional[Path], typer.Option("--correct-with", help="the judge's error counts on a labelled set (eval-judge --save-error-rates): adds corrected follow-up rates")] = None,
+    errored: Annotated[Optional[str], typer.Option("--errored", help="τ² runs: errored episodes in the reward as `zero` (default; τ²'s leaderboard convention) or `left-out`")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Print what a run measured, per model × dataset × mode × temperature, with judge labels."""
+    from testbed.analysis.render import FORMATS
+    from testbed.analysis.tau2_metrics import ERRORED_AS
+
+    if format not in FORMATS:
+        fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
+    given_judge(judge, "--judge")
+    if errored is not None and errored not in ERRORED_AS:
+        fail(f"unknown --errored {errored[:40]!r}; use one of {', '.join(ERRORED_AS)}")
+    print_report(open_store(store, readonly=True), run_id, format, judge, correct_with, errored)
