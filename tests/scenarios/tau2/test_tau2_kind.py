@@ -7,14 +7,13 @@ import json
 
 import pytest
 
-from helpers import REPO, write_yaml
+from helpers import write_yaml
 from testbed.backends.base import Capabilities, Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import plan, preflight, run_scenario
+from testbed.runner import plan, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls, final_words
 from testbed.specs.errors import SpecError
-from testbed.specs.loader import load_scenario
 from testbed.transcript import ToolCall, Usage
 
 TASK = "create_task_1"
@@ -26,21 +25,6 @@ def calls(*items: ToolCall) -> Completion:
 
 def text(words: str) -> Completion:
     return Completion(words, "stop", Usage(5, 5))
-
-
-@pytest.fixture
-def tau2_spec(tmp_path):
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-
-    def make(**overrides):
-        data = {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "scripted.yaml",
-                "user": "scripted.yaml", "temperatures": [0.0], "max_tokens": 32, "max_steps": 20}
-        data.update(overrides)
-        return load_scenario(write_yaml(tmp_path / "t.yaml", data))
-
-    return make
 
 
 def scripted(outputs, requests):

@@ -12,32 +12,16 @@ import uuid
 
 import pytest
 
-from helpers import REPO, write_yaml
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
 from testbed.runner import run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls, final_words
-from testbed.specs.loader import load_scenario
 from testbed.transcript import Usage
 
 TASK = "create_task_1"
 SAYS = "update_task_with_initialization_data"
 """A mock task whose reward needs the assistant to say things (τ²'s communicate check on its text)."""
-
-
-@pytest.fixture
-def spec(tmp_path):
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-
-    def make(**overrides):
-        data = {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "scripted.yaml",
-                "user": "scripted.yaml", "temperatures": [0.0], "max_tokens": 32, "max_steps": 20, **overrides}
-        return load_scenario(write_yaml(tmp_path / "t.yaml", data))
-
-    return make
 
 
 def text(words: str) -> Completion:
@@ -72,13 +56,13 @@ def rescored(store, run_id: str, episode, task_id: str = TASK) -> float:
                                      domain="mock").reward)
 
 
-async def test_text_beside_a_tool_call_reaches_the_evaluator(spec, store):
+async def test_text_beside_a_tool_call_reaches_the_evaluator(tau2_spec, store):
     task = domain("mock").tasks[SAYS]
     assert task.evaluation_criteria.communicate_info
     words = final_words(task).replace("###STOP###", "").strip()
     assistant = in_turn(Completion(words, "tool_calls", Usage(5, 5), tool_calls=tuple(expected_calls(task))), text("Anything else?"))
     user = in_turn(text("I need a task created."), text("No, thanks. ###STOP###"))
-    summary = await run_scenario(spec(tasks={"ids": [SAYS]}), store, backends={"assistant": assistant, "user": user},
+    summary = await run_scenario(tau2_spec(tasks={"ids": [SAYS]}), store, backends={"assistant": assistant, "user": user},
                                  show_progress=False)
     (episode,) = store.episodes(summary.run_id)
     call = next(m for m in store.messages(summary.run_id, episode.key.episode_id) if m.tool_calls)
@@ -89,25 +73,25 @@ async def test_text_beside_a_tool_call_reaches_the_evaluator(spec, store):
 
 
 @pytest.mark.parametrize(("max_steps", "termination"), [(4, "max_steps"), (5, "agent_stop")])
-async def test_an_assistant_stop_on_the_last_allowed_step_ends_as_max_steps(spec, store, max_steps, termination):
+async def test_an_assistant_stop_on_the_last_allowed_step_ends_as_max_steps(tau2_spec, store, max_steps, termination):
     assistant = in_turn(text("Could you say more?"), text("Done. ###STOP###"))
     user = in_turn(text("Hi."), text("More."))
-    summary = await run_scenario(spec(max_steps=max_steps), store, backends={"assistant": assistant, "user": user},
+    summary = await run_scenario(tau2_spec(max_steps=max_steps), store, backends={"assistant": assistant, "user": user},
                                  show_progress=False)
     (episode,) = store.episodes(summary.run_id)
     assert episode.termination == termination, "τ²'s loop counts the stop as a step, then checks the step limit"
     assert episode.task_score == rescored(store, summary.run_id, episode) == 0.0
 
 
-async def test_a_user_stop_on_the_last_allowed_step_ends_as_max_steps(spec, store):
+async def test_a_user_stop_on_the_last_allowed_step_ends_as_max_steps(tau2_spec, store):
     assistant = in_turn(text("Could you say more?"))
     user = in_turn(text("Hi."), text("Bye. ###STOP###"))
-    summary = await run_scenario(spec(max_steps=3), store, backends={"assistant": assistant, "user": user}, show_progress=False)
+    summary = await run_scenario(tau2_spec(max_steps=3), store, backends={"assistant": assistant, "user": user}, show_progress=False)
     (episode,) = store.episodes(summary.run_id)
     assert episode.termination == "max_steps"
 
 
-async def test_an_evaluator_that_raises_keeps_the_episodes_true_termination(spec, store, monkeypatch):
+async def test_an_evaluator_that_raises_keeps_the_episodes_true_termination(tau2_spec, store, monkeypatch):
     import tau2.evaluator.evaluator as tau2_evaluator
 
     def broken(*args, **kwargs):
@@ -115,7 +99,7 @@ async def test_an_evaluator_that_raises_keeps_the_episodes_true_termination(spec
 
     monkeypatch.setattr(tau2_evaluator, "evaluate_simulation", broken)
     backends = {"assistant": in_turn(text("Done.")), "user": in_turn(text("Hi. ###STOP###"))}
-    summary = await run_scenario(spec(), store, backends=backends, show_progress=False)
+    summary = await run_scenario(tau2_spec(), store, backends=backends, show_progress=False)
     (episode,) = store.episodes(summary.run_id)
     assert episode.status == "error" and "τ²'s evaluator failed" in episode.error_reason
     assert episode.termination == "user_stop", "the evaluation error is stored beside how the conversation really ended"
