@@ -13,10 +13,13 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 
 @pytest.fixture
 def tau2_spec(tmp_path):
-    """A function building the τ² scenario with `overrides` applied to its spec."""
+    """A function building the τ² scenario with `overrides` applied to its spec; `seeded.yaml` is an agent whose spec
+    fixes its seed."""
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
     write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
+    write_yaml(tmp_path / "seeded.yaml", {"name": "seeded", "backend": "scripted", "model": "m", "outputs": ["x"],
+                                          "sampling": {"seed": 7}})
 
     def make(**overrides):
         data = {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "scripted.yaml",

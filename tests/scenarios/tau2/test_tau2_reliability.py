@@ -9,7 +9,6 @@ from collections import defaultdict
 
 import pytest
 
-from helpers import REPO, write_yaml
 from testbed.analysis.tau2_metrics import (ZERO_SPREAD_AT_T0, episode_seeding, reliability_columns, run_seeding,
                                            trial_variance)
 from testbed.analysis.tau2_report import tau2_report
@@ -19,29 +18,11 @@ from testbed.runner import plan, run_scenario
 from testbed.scenarios.base import stable_hash
 from testbed.scenarios.tau2.kind import scenario_identity
 from testbed.specs.errors import SpecError
-from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward
 from testbed.store.frames import episodes_df
 from testbed.transcript import Message, Usage
 
 TASK = "create_task_1"
-
-
-@pytest.fixture
-def tau2_spec(tmp_path):
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-    write_yaml(tmp_path / "seeded.yaml", {"name": "seeded", "backend": "scripted", "model": "m", "outputs": ["x"],
-                                          "sampling": {"seed": 7}})
-
-    def make(**overrides):
-        data = {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [TASK]}, "assistant": "scripted.yaml",
-                "user": "scripted.yaml", "temperatures": [0.0], "max_tokens": 32, "max_steps": 20}
-        data.update(overrides)
-        return load_scenario(write_yaml(tmp_path / "t.yaml", data))
-
-    return make
 
 
 def test_ids_and_run_ids_of_both_runs_do_not_move(tau2_spec):
