@@ -1,0 +1,125 @@
+"""Is the testbed's loop τ²'s loop? The same model, tasks and trials under `native` and under the `tau2` framework
+(τ²'s own Orchestrator), with the paired reward difference, its interval and an equivalence verdict.
+
+Both runs are the scenario's own (`testbed run --framework native` and `--framework tau2`, resumable: a second
+invocation finishes what the first left), so both loops face the same user: with the scripted user
+(`user: scripted`) τ²'s orchestrator is given the same scripted user as its user. An episode pairs with the one of
+the same task, user mode, temperature and trial in the other run; an errored episode counts as reward 0 (τ²'s
+runner's convention, the report's default) and the number errored is shown.
+
+The verdict is two one-sided tests (TOST) at ±`--margin` (default 0.10) on the mean paired difference, at
+α = 0.05 each: equivalent when both reject, which is when the 90 % interval lies inside the margin. Trials of one
+task are not independent, so the tests resample tasks, not episodes: a cluster bootstrap over tasks of each task's
+mean difference over its trials. Each one-sided p-value is the share of resampled means on the far side of its
+margin (H0 lower: mean ≤ −margin; H0 upper: mean ≥ +margin).
+
+    .venv/bin/python benchmarks/tau2_equivalence.py scenarios/tau2-mock-equivalence.yaml
+    .venv/bin/python benchmarks/tau2_equivalence.py SPEC --store /tmp/eq.sqlite --margin 0.10 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from testbed.analysis.tau2_metrics import counted_rewards
+from testbed.runner import run_scenario
+from testbed.specs.loader import load_scenario
+from testbed.store import Store
+from testbed.store.frames import episodes_df
+
+PAIR_KEY = ["item_id", "user_mode", "temperature", "sample_index"]
+"""What makes two episodes of the two loops one pair: the same task, user mode, temperature and trial."""
+RESAMPLES = 20_000
+
+
+def paired_frame(native: pd.DataFrame, tau2: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair both runs have: its task, both rewards (errored as 0) and their difference (tau2 − native)."""
+    def rewards(episodes: pd.DataFrame) -> pd.DataFrame:
+        counted = counted_rewards(episodes)
+        return counted[PAIR_KEY + ["task_score"]]
+
+    both = rewards(native).merge(rewards(tau2), on=PAIR_KEY, suffixes=("_native", "_tau2"))
+    return both.assign(difference=both.task_score_tau2 - both.task_score_native)
+
+
+def task_means(per_task: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Bootstrap means of per-task differences, tasks resampled whole (empty with fewer than two tasks)."""
+    if len(per_task) < 2:
+        return np.array([])
+    rng = np.random.default_rng(seed)
+    return per_task[rng.integers(0, len(per_task), size=(RESAMPLES, len(per_task)))].mean(axis=1)
+
+
+def interval(means: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap means at `level` (nan without any)."""
+    if not len(means):
+        return math.nan, math.nan
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def equivalence(pairs: pd.DataFrame, margin: float, alpha: float = 0.05) -> dict:
+    """The paired result: mean difference (tau2 − native), its 90 % (1 − 2α) and 95 % task-bootstrap intervals, the
+    two one-sided p-values and the verdict."""
+    per_task = pairs.groupby("item_id").difference.mean().to_numpy()
+    means = task_means(per_task)
+    lo, hi = interval(means, 1 - 2 * alpha)
+    p_lower = float((means <= -margin).mean()) if len(means) else math.nan
+    p_upper = float((means >= margin).mean()) if len(means) else math.nan
+    verdict = ("undecided: fewer than two tasks" if math.isnan(lo) else
+               "equivalent" if max(p_lower, p_upper) < alpha else
+               "different" if hi < -margin or lo > margin else "not shown equivalent")
+    return {"pairs": len(pairs), "tasks": len(per_task), "reward_native": float(pairs.task_score_native.mean()),
+            "reward_tau2": float(pairs.task_score_tau2.mean()), "difference": float(pairs.difference.mean()),
+            "ci90": [lo, hi], "ci95": list(interval(means, 0.95)), "tost_p_lower": p_lower, "tost_p_upper": p_upper,
+            "margin": margin, "verdict": verdict}
+
+
+async def run_both(spec: Path, store: Store) -> dict[str, dict]:
+    """Run (or resume) the scenario under native, then under τ²'s orchestrator; each run's id, counts and wall time."""
+    scenario = load_scenario(spec)
+    out = {}
+    for framework in ("native", "tau2"):
+        started = time.perf_counter()
+        summary = await run_scenario(scenario, store, framework=framework, show_progress=True)
+        out[framework] = {"run_id": summary.run_id, "done": summary.done, "errors": summary.errors,
+                          "planned": summary.planned, "wall_s": round(time.perf_counter() - started, 1)}
+    return out
+
+
+def main() -> None:
+    """Run both loops, pair their episodes and print the equivalence result (and write it as JSON with --json)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", type=Path, help="a τ² scenario spec (kind: tau2)")
+    parser.add_argument("--store", type=Path, default=Path(".testbed/equivalence.sqlite"))
+    parser.add_argument("--margin", type=float, default=0.10, help="the equivalence margin on the reward difference")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result here")
+    args = parser.parse_args()
+    args.store.parent.mkdir(parents=True, exist_ok=True)
+    store = Store(args.store)
+    runs = asyncio.run(run_both(args.spec, store))
+    frames = {f: episodes_df(store, r["run_id"], exact=True) for f, r in runs.items()}
+    pairs = paired_frame(frames["native"], frames["tau2"])
+    result = {"spec": str(args.spec), "runs": runs, **equivalence(pairs, args.margin)}
+    for framework, frame in frames.items():
+        result["runs"][framework]["errored"] = int((frame.status == "error").sum())
+    print(json.dumps(result, indent=2))
+    print(f"\nnative {result['reward_native']:.3f} vs tau2 {result['reward_tau2']:.3f} over {result['pairs']} pairs "
+          f"({result['tasks']} tasks): difference {result['difference']:+.3f}, 90% CI {result['ci90'][0]:+.3f}…"
+          f"{result['ci90'][1]:+.3f} (tasks resampled); TOST at ±{args.margin}: {result['verdict']} "
+          f"(one-sided p = {result['tost_p_lower']:.3f} / {result['tost_p_upper']:.3f})")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
