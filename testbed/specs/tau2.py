@@ -5,14 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_serializer
+from pydantic import Field, ValidationInfo, field_validator, model_serializer
 
 from testbed.specs.agent import Strict
 from testbed.specs.conversation import distinct_temperatures, distinct_values
-from testbed.specs.scenario import UserMode
 
 TAU2_DOMAINS = ("airline", "retail", "telecom", "mock")
 """The domains a spec may name (testbed.scenarios.tau2.domains.DOMAINS checks against the installed package)."""
+Tau2UserMode = Literal["instructed", "raw", "transcript", "oneshot"]
+"""How the simulated user's model is asked for its turn (testbed.scenarios.tau2.user_framings): τ²'s role-flipped chat
+(`instructed`), the true-role chat with the user turn continued (`raw`), the conversation as a transcript whose
+customer line the model continues (`transcript`), or τ²'s chat with one example customer turn (`oneshot`)."""
+TOOLLESS_USER_MODES = ("raw", "transcript")
+"""The user modes whose user writes text only, never a tool call: telecom's user must call its phone's tools."""
 VarySeeds = Literal["both", "user", "assistant"]
 """Whose sampling seed changes from one trial of a task to the next: both sides' (`both`), only the simulated user's
 (`user`: the assistant's seed is the same in every trial of a task) or only the assistant's (`assistant`)."""
@@ -53,7 +58,9 @@ class Tau2ScenarioSpec(Strict):
     trials: int = Field(1, ge=1, le=100)
     assistant: str
     user: str
-    user_modes: list[UserMode] = Field(default_factory=lambda: ["instructed"], min_length=1)
+    user_modes: list[Tau2UserMode] = Field(default_factory=lambda: ["instructed"], min_length=1)
+    """The user framings to run, one grid condition each (Tau2UserMode). τ²'s own `instructed` is what τ²'s
+    orchestrator (the `tau2` framework) uses; small models tend to speak as the agent under it."""
     user_prompt_file: Path = Path("prompts/user-tau2.md")
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
     max_tokens: int = Field(256, ge=1, le=32768)
@@ -86,4 +93,13 @@ class Tau2ScenarioSpec(Strict):
 
     _temperatures = field_validator("temperatures")(distinct_temperatures)
     _modes = field_validator("user_modes")(distinct_values)
+
+    @field_validator("user_modes")
+    @classmethod
+    def _user_tools(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        toolless = [m for m in value if m in TOOLLESS_USER_MODES]
+        if toolless and info.data.get("domain") == "telecom":
+            raise ValueError(f"a {toolless[0]} user cannot call tools, and telecom's user must (its phone) "
+                             "| fix: use user_modes: [instructed] or [oneshot] for telecom")
+        return value
     _vary = field_validator("vary_seeds")(distinct_values)

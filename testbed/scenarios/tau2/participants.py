@@ -15,6 +15,7 @@ from typing import Any
 from testbed.backends.base import Backend, GenerateRequest
 from testbed.control_tokens import ControlTokens
 from testbed.participants import FLIPPED, ChatView, TurnSampling
+from testbed.scenarios.tau2.user_framings import FLIPPED_MODES, TAU2_USER_MODES, customer_words, frame
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript
 
@@ -86,12 +87,14 @@ class ToolAssistant:
 
 @dataclass
 class GoalUser:
-    """The simulated user with τ²'s user scenario and guidelines as its system prompt.
+    """The simulated user with τ²'s user scenario and guidelines as its prompt, asked in its framing `mode`.
 
-    `instructed`: the prompt, then the role-flipped conversation; the model writes the user's turn
-    as its own reply (τ²'s user simulator), and in telecom may call its phone's tools. `raw`: the
-    prompt, then the conversation with true roles and the chat template's user turn opened for the
-    model to continue (needs a backend that can; no user tools).
+    `instructed`: the prompt, then the role-flipped conversation; the model writes the user's turn as its own
+    reply (τ²'s user simulator), and in telecom may call its phone's tools. `raw`: the prompt, then the
+    conversation with true roles and the chat template's user turn opened for the model to continue (needs a
+    backend that can; no user tools). `transcript` and `oneshot` (testbed.scenarios.tau2.user_framings) keep a
+    small model from speaking as the agent: the conversation as a transcript whose customer line the model
+    continues, or τ²'s framing with one example customer turn.
     """
 
     agent: ResolvedAgent
@@ -104,22 +107,23 @@ class GoalUser:
     _view: ChatView = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._view = user_view(self.tokens, flipped=self.mode == "instructed")
+        if self.mode not in TAU2_USER_MODES:
+            raise ValueError(f"unknown τ² user mode {self.mode!r} | fix: use one of {', '.join(TAU2_USER_MODES)}")
+        self._view = user_view(self.tokens, flipped=self.mode in FLIPPED_MODES)
 
     def derive(self, **changes) -> "GoalUser":
         """The same user with some fields changed (a routed backend)."""
         return replace(self, **changes)
 
     async def respond(self, transcript: Transcript) -> Message:
-        """The user's next message: text for the assistant, or (telecom, instructed) tool calls on its phone."""
+        """The user's next message: text for the assistant, or (telecom, instructed or oneshot) tool calls on its phone."""
         s = self.sampling
-        messages = [{"role": "system", "content": self.prompt}, *self._view.of(transcript)]
-        raw = self.mode == "raw"
-        if raw:
-            messages.append({"role": "user", "content": ""})
-        request = GenerateRequest(messages, temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
-                                  seed=s.seed_for(transcript), continue_final_message=raw,
-                                  tools=None if raw or not self.tools else self.tools)
+        can_continue = self.backend.capabilities.continue_user_turn
+        framed = frame(self.mode, self.prompt, self._view.of(transcript), self.tools, can_continue=can_continue)
+        request = GenerateRequest(framed.messages, temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
+                                  seed=s.seed_for(transcript), continue_final_message=framed.continue_final,
+                                  tools=framed.tools, extra=framed.extra)
         completion = await self.backend.generate(request)
-        return Message("user", completion.text, self.agent.spec.name, transcript.next_turn, {**request.sampling(), "mode": self.mode},
-                       completion.usage, completion.finish_reason, tool_calls=completion.tool_calls)
+        return Message("user", customer_words(self.mode, completion.text), self.agent.spec.name, transcript.next_turn,
+                       {**request.sampling(), "mode": self.mode}, completion.usage, completion.finish_reason,
+                       tool_calls=completion.tool_calls)
