@@ -102,19 +102,22 @@ class Message:
 
 
 class ConversationId:
-    """Which conversation a request belongs to: one per transcript, never sent to a model.
+    """Which episode a request belongs to: one per transcript, never sent to a model.
 
-    A per-episode agent (testbed.backends.agent_protocol) keys its state by it: the object lives as long as its
-    transcript, so state held in a weak mapping from it goes with the episode; `str()` gives an id unique
-    across processes (what an HTTP agent is sent as `episode_id`).
+    Its value is the episode's id in the store (the stable hash testbed.scenarios.base.variant gives it), so it is the
+    same in every process and after a resume, and an agent's own logs join the store's transcripts: a python agent reads
+    it as `AgentTurn.episode_id`, an HTTP agent is sent it as `episode_id`. A transcript of no stored episode (a test's,
+    a benchmark's) gets a value unique across processes instead. A per-episode agent (testbed.backends.python_agent)
+    keys its state by the object itself, not its value: state held in a weak mapping from it lives as long as its
+    transcript and goes with the episode.
     """
 
     __slots__ = ("value", "__weakref__")
     _COUNTER = itertools.count()
     _PROCESS = secrets.token_hex(4)
 
-    def __init__(self) -> None:
-        self.value = f"{self._PROCESS}-{next(self._COUNTER)}"
+    def __init__(self, episode_id: str | None = None) -> None:
+        self.value = episode_id if episode_id is not None else f"{self._PROCESS}-{next(self._COUNTER)}"
 
     def __str__(self) -> str:
         return self.value
@@ -135,8 +138,15 @@ class Transcript:
     messages: list[Message] = field(default_factory=list)
     _tally: tuple[int, Message | None, int, int] = field(default=(0, None, 0, 0), init=False, repr=False, compare=False)
     """(messages counted, the last one counted, user messages, completion tokens generated) among them."""
-    conversation: ConversationId = field(default_factory=ConversationId, init=False, repr=False, compare=False)
-    """This conversation's identity, which an assistant's requests carry (GenerateRequest.conversation)."""
+    conversation: ConversationId = field(default_factory=ConversationId, kw_only=True, repr=False, compare=False)
+    """This conversation's identity, which an assistant's requests carry (GenerateRequest.conversation): the stored
+    episode's id where the transcript is one (`of_episode`)."""
+
+    @classmethod
+    def of_episode(cls, episode_id: str, messages: Iterable[Message] = ()) -> "Transcript":
+        """The transcript of stored episode `episode_id` (starting with `messages`): the assistant's requests carry the
+        id the store keys the episode by, so an agent's logs join the store's transcripts."""
+        return cls(list(messages), conversation=ConversationId(episode_id))
 
     def append(self, message: Message) -> None:
         """Add the next message; its turn index must follow the last one."""

@@ -10,10 +10,11 @@ An agent spec names the agent instead of a model:
 
 Each turn the agent is given an `AgentTurn`: the conversation as the assistant sees it (OpenAI chat
 dicts with true roles: its system prompt, the user's and its own turns and, on τ² tasks, its own tool
-calls and their results), the OpenAI tool schemas it may call, the episode's id and the sampling its
-spec asks for. It returns its next message (`AgentReply`): text, an `AgentMessage` (text, tool calls
-for the environment to execute, what it cost), a `testbed.backends.base.Completion`, or a dict in the
-HTTP agent's JSON contract (`{"content": ..., "tool_calls": [...]}`, testbed.backends.http_agent).
+calls and their results), the OpenAI tool schemas it may call, the episode's id (the id the store keys
+the episode by, so the agent's own logs join the stored transcripts) and the sampling its spec asks
+for. It returns its next message (`AgentReply`): text, an `AgentMessage` (text, tool calls for the
+environment to execute, what it cost), a `testbed.backends.base.Completion`, or a dict in the HTTP
+agent's JSON contract (`{"content": ..., "tool_calls": [...]}`, testbed.backends.http_agent).
 
 A class is built once per episode and its `respond` awaited at every turn of that episode, so its
 state (memory, a scratchpad, retrieved notes) is its own; a function is awaited at every turn of every
@@ -44,7 +45,11 @@ class AgentTurn:
     tools: list[dict[str, Any]] | None
     """The OpenAI tool schemas the agent may call (τ² tasks); None where the scenario has no tools."""
     episode_id: str
-    """Which conversation this turn belongs to: the same at every turn of one episode, unique in the run."""
+    """The episode this turn belongs to, as the store keys it (the episodes' `episode_id`; `testbed show-episode
+    RUN EPISODE` prints its transcript): the same at every turn of one episode, in every process and after a resumed
+    run, unique in the run, so the agent's own logs join the stored transcripts. On the probe, where an item's one
+    answer is shared by all its episodes, it is that shared answer's id (which their copies of it name in
+    `reused_from`)."""
     sampling: dict[str, Any] = field(default_factory=dict)
     """The spec's `temperature`, `max_tokens`, `top_p` (and `seed` when set), for an agent that calls a model."""
 

@@ -3,11 +3,13 @@
 The contract. Each turn is one `POST url` with a JSON body in the OpenAI chat-completions shape:
 
     {"model": "<the spec's model, default its name>", "messages": [...], "tools": [...], "tool_choice": "auto",
-     "temperature": 0.0, "max_tokens": 256, "top_p": 1.0, "episode_id": "<the same at every turn of one episode>"}
+     "temperature": 0.0, "max_tokens": 256, "top_p": 1.0, "episode_id": "<the stored episode's id>"}
 
 `messages` is the conversation as the assistant sees it (true roles; on τ² tasks its own tool calls and
-their results); `tools` is there only where the scenario has tools. The answer is either an OpenAI chat
-completion (`{"choices": [{"message": {...}}], "usage": {...}}`, taken as it is) or the short form
+their results); `tools` is there only where the scenario has tools. `episode_id` is the id the store keys
+the episode by (as `AgentTurn.episode_id`: the same at every turn, in every process and after a resume),
+so the agent's own logs join the stored transcripts. The answer is either an OpenAI chat completion
+(`{"choices": [{"message": {...}}], "usage": {...}}`, taken as it is) or the short form
 
     {"content": "text for the user, or null", "tool_calls": [{"name": "...", "arguments": {...}}], "usage": {...}}
 

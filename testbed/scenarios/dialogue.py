@@ -79,9 +79,10 @@ def plan_conversations(scenario: ResolvedScenario, unit_id: str, source: str, id
     return out
 
 
-def opening_transcript(scenario: ResolvedScenario, messages, speaker: str) -> Transcript:
-    """The assistant's system prompt (if any) and the opening user turn(s)."""
-    t = Transcript()
+def opening_transcript(scenario: ResolvedScenario, messages, speaker: str, episode_id: str | None = None) -> Transcript:
+    """The assistant's system prompt (if any) and the opening user turn(s), of stored episode `episode_id` when given
+    (the id the assistant's requests carry)."""
+    t = Transcript() if episode_id is None else Transcript.of_episode(episode_id)
     if scenario.assistant.system_prompt:
         t.append(Message("system", scenario.assistant.system_prompt, scenario.assistant.spec.name, 0))
     for m in messages:
@@ -178,7 +179,8 @@ class DialogueRunner:
             answer = first_answer(t)
             return score_answer(unit.item, answer) if unit.item is not None and answer is not None else None
 
-        await run_conversation(self.context, v, opening_transcript(s, unit.messages, unit.speaker), user, score=score)
+        await run_conversation(self.context, v, opening_transcript(s, unit.messages, unit.speaker, v.key.episode_id), user,
+                               score=score)
 
 
 class DialogueKind:

@@ -108,7 +108,7 @@ class InfoGatheringRunner:
         user = with_tokens(DialogueUser(s.user, self.context.backends["user"], "instructed", released_prompt(s, release),
                                         conversation_sampling(self.context, v)), self.context.tokens(s.user))
         holder = FactHoldingUser(s, user, release)
-        transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task")
+        transcript = opening_transcript(s, [{"role": "user", "content": task.request}], "task", v.key.episode_id)
         await run_conversation(self.context, v, transcript, holder, after_assistant)
 
 

@@ -62,8 +62,10 @@ def plan_item(scenario: ResolvedScenario, item: DatasetItem) -> list[EpisodeVari
 
 
 def initial_transcript(scenario: ResolvedScenario, item: DatasetItem) -> Transcript:
-    """System prompt (if the assistant has one) and the item's messages, speakers marked."""
-    t = Transcript()
+    """System prompt (if the assistant has one) and the item's messages, speakers marked. The item's one assistant
+    answer is generated on it and shared by all its episodes, so the agent is asked under the shared answer's id
+    (`answer_id`, which those episodes' copies of it name in `reused_from`)."""
+    t = Transcript.of_episode(answer_id(scenario, item))
     if scenario.assistant.system_prompt:
         t.append(Message("system", scenario.assistant.system_prompt, scenario.assistant.spec.name, 0))
     for m in item.messages:
@@ -123,7 +125,7 @@ class ProbeItemRunner:
         await gather_or_cancel(self._variant(item, base, answer, aid, score, v) for v in variants)
 
     async def _variant(self, item: DatasetItem, base: Transcript, answer: Message, aid: str, score: float | None, v: EpisodeVariant) -> None:
-        transcript = Transcript(list(base.messages))
+        transcript = Transcript.of_episode(v.key.episode_id, base.messages)
         shown = self.perturbations[v.key.perturbation].apply(answer.content)
         transcript.append(replace(answer, content=shown, reused_from=aid))
         sampling = user_sampling(self.scenario.user, v.key.temperature, self.scenario.spec.max_tokens, v.seed)
