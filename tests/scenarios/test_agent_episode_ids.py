@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import signal
+import sys
 from collections import Counter
 
 import pytest
@@ -21,6 +23,10 @@ from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from mock_openai import MockOpenAI  # noqa: E402
+
 HAS_TAU2 = importlib.util.find_spec("tau2") is not None
 TAU2 = pytest.param("tau2", marks=pytest.mark.skipif(not HAS_TAU2, reason="no τ² package"))
 PROMPTS = {"probe": "user-instructed.md", "dialogue": "user-dialogue.md", "info_gathering": "user-info-gathering.md",
@@ -28,18 +34,20 @@ PROMPTS = {"probe": "user-instructed.md", "dialogue": "user-dialogue.md", "info_
 AGENT = "mine"
 
 
-def scenario_file(kind: str, folder, assistant: str, samples: int = 2):
-    """A small scenario of `kind` with a scripted user and `samples` episodes per unit (two units), its path."""
+def scenario_file(kind: str, folder, assistant: str, samples: int = 2, user: str = "scripted.yaml"):
+    """A small scenario of `kind` (a scripted user unless `user` names another) with `samples` episodes per unit (two
+    units), its path."""
     (folder / "prompts").mkdir(exist_ok=True)
     (folder / "prompts" / "user.md").write_text((REPO / "scenarios/prompts" / PROMPTS[kind]).read_text())
     write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["Could you say more?"]})
-    common = {"kind": kind, "name": f"ids-{kind}", "assistant": assistant, "user": "scripted.yaml", "temperatures": [0.7],
+    common = {"kind": kind, "name": f"ids-{kind}", "assistant": assistant, "user": user, "temperatures": [0.7],
               "max_tokens": 16, "user_prompt_file": "prompts/user.md"}
     own = {
         "probe": {"dataset": "gsm8k", "items": {"limit": 2}, "user_modes": ["instructed"], "samples_per_temperature": samples},
         "dialogue": {"opening": "dataset", "dataset": "gsm8k", "items": {"limit": 2}, "user_modes": ["instructed"],
                      "max_user_turns": 3, "end_marker": "[[END]]", "samples_per_temperature": samples},
-        "info_gathering": {"tasks": {"limit": 2}, "max_user_turns": 3, "end_marker": "[[END]]", "samples_per_temperature": samples},
+        "info_gathering": {"tasks": {"limit": 2}, "max_user_turns": 3, "end_marker": "[[END]]",
+                           "samples_per_temperature": samples},
         "tau2": {"domain": "mock", "tasks": {"ids": ["create_task_1", "update_task_1"]}, "max_steps": 12, "trials": samples},
     }[kind]
     return write_yaml(folder / f"{kind}.yaml", {**common, **own})
@@ -96,6 +104,17 @@ async def test_on_the_probe_the_agent_is_given_the_shared_answers_id(backend, tm
     reused = said[(said.speaker == AGENT) & (said.role == "assistant")].reused_from
     assert summary.errors == 0 and summary.done == 4 and len(seen) == 2, "one answer per item, shared by its two episodes"
     assert sorted(seen) == sorted(store.shared_answers(summary.run_id)) == sorted(set(reused))
+
+
+async def test_a_model_is_never_sent_the_episode_id(tmp_path, store):
+    async with MockOpenAI(reply_words=6) as mock:
+        write_yaml(tmp_path / "model.yaml", {"name": "model", "backend": "vllm", "model": "mock", "base_url": mock.base_url})
+        summary = await run_scenario(load_scenario(scenario_file("dialogue", tmp_path, "model.yaml", user="model.yaml")),
+                                     store, show_progress=False)
+    stored = set(episodes_df(store, summary.run_id).episode_id)
+    sent = [json.dumps(body) for body in mock.requests]
+    assert summary.done == len(stored) == 4 and len(sent) >= 8, "the assistant and the user both asked the model"
+    assert not any("episode_id" in body or any(e in body for e in stored) for body in sent), "a model never sees the id"
 
 
 async def test_a_resumed_run_gives_a_python_agent_the_same_episode_ids(tmp_path, store):
