@@ -21,6 +21,7 @@ BACKENDS.register("litellm", "testbed.backends.factory:LITELLM")
 BACKENDS.register("scripted", "testbed.backends.factory:SCRIPTED")
 BACKENDS.register("python", "testbed.backends.python_agent:PYTHON")
 BACKENDS.register("http-agent", "testbed.backends.http_agent:HTTP_AGENT")
+BACKENDS.register("tau2-scripted", "testbed.scenarios.tau2.scripted_user_server:SCRIPTED_USER")
 
 JUDGE_KINDS.register("local", "testbed.judges.local.judge:JUDGE_KIND")
 JUDGE_KINDS.register("llm", "testbed.judges.llm_judge:JUDGE_KIND")

@@ -49,7 +49,7 @@ def test_every_backend_resolves_with_its_declared_facts():
         assert set(entry.capabilities) == set(Capabilities.__dataclass_fields__)
         assert set(entry.declarable) <= set(CapabilitiesSpec.model_fields)
         assert set(entry.requires) <= set(AgentSpec.model_fields)
-    assert BACKENDS.names() == ("vllm", "openai", "litellm", "scripted", "python", "http-agent")
+    assert BACKENDS.names() == ("vllm", "openai", "litellm", "scripted", "python", "http-agent", "tau2-scripted")
 
 
 def test_every_framework_declares_what_it_can_run_without_importing_its_package():
@@ -137,7 +137,7 @@ def test_unknown_names_list_the_known_ones(tmp_path):
     with pytest.raises(ValidationError) as info:
         AgentSpec.model_validate({"name": "a", "backend": "nope", "model": "m"})
     message = str(spec_error_from_validation("a.yaml", info.value, AgentSpec))
-    assert "Input should be 'vllm', 'openai', 'litellm', 'scripted', 'python' or 'http-agent' (got 'nope')" in message
+    assert "Input should be 'vllm', 'openai', 'litellm', 'scripted', 'python', 'http-agent' or 'tau2-scripted' (got 'nope')" in message
 
 
 def test_a_registry_imports_nothing_until_an_entry_is_used():

@@ -12,8 +12,9 @@ from testbed.specs.registries import FrameworkEntry
 NATIVE = FrameworkEntry("native", "testbed.frameworks.native:NativeFramework", owns_client=False, baseline=True)
 """The testbed's own turn loop: any kind, user mode and backend; the baseline `compare` pairs the others with."""
 
-OPENAI_COMPATIBLE = ("vllm", "openai")
-"""The backends whose servers a framework's own model client can talk to."""
+OPENAI_COMPATIBLE = ("vllm", "openai", "tau2-scripted")
+"""The backends whose servers a framework's own model client can talk to (the scripted τ² user serves its script on
+such an endpoint: testbed.scenarios.tau2.scripted_user_server)."""
 
 _AGENT_FRAMEWORK = dict(kinds=("dialogue", "tau2"), user_modes=("instructed",), extra="frameworks", backends=OPENAI_COMPATIBLE)
 """What the agent frameworks can run: dialogues and τ² tasks (the assistant with the domain's tools), with an

@@ -37,6 +37,7 @@ from testbed.scenarios.tau2.episode import start_episode
 from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
+from testbed.scenarios.tau2.scripted_user import BACKEND as SCRIPTED_BACKEND, ScriptedGoalUser, UserScript
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.registries import FrameworkEntry, ScenarioKindEntry
@@ -95,6 +96,22 @@ def check_tau2(path: Path, spec: Tau2ScenarioSpec, prompt: str | None) -> dict[s
         raise SpecError(path, "user_modes", "a raw user cannot call tools, and telecom's user must (its phone)",
                         "use user_modes: [instructed] for telecom")
     return {}
+
+
+def is_scripted(agent: ResolvedAgent) -> bool:
+    """Whether the agent is the scripted τ² user (`backend: tau2-scripted`), which no model plays."""
+    return agent.spec.backend == SCRIPTED_BACKEND
+
+
+def check_scripted(scenario: ResolvedScenario) -> None:
+    """Refuse the scripted user where it cannot play: in the assistant's seat, or as telecom's user, who must work its
+    phone's tools (the script only talks)."""
+    if is_scripted(scenario.assistant):
+        raise SpecError(scenario.path, "assistant", f"agent {scenario.assistant.spec.name} is the scripted τ² user, not an assistant",
+                        "seat it as `user:`, and name a model or agent as `assistant:`")
+    if is_scripted(scenario.user) and scenario.spec.domain == "telecom":
+        raise SpecError(scenario.path, "user", "the scripted τ² user cannot use telecom's phone tools, which its user must",
+                        "use a model user for telecom, or the scripted user on mock, airline or retail")
 
 
 def check_servers(scenario: ResolvedScenario) -> None:
@@ -180,8 +197,13 @@ class Tau2Runner:
         assistant = ToolAssistant(s.assistant, ctx.backends["assistant"], d.tools, ctx.tokens(s.assistant),
                                   TurnSampling(a.temperature, spec.max_tokens, a.top_p, a_seed, a_per_turn))
         prompt = user_prompt(s.user_prompt or "{guidelines}\n\n<scenario>\n{scenario}\n</scenario>", task, with_tools=bool(d.user_tools))
+        sampling = TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, u_seed, u_per_turn)
+        if is_scripted(s.user):
+            script = UserScript.of(task)
+            return assistant, ScriptedGoalUser(s.user, ctx.backends["user"].for_script(script), script, v.key.user_mode,
+                                               prompt, sampling)
         user = GoalUser(s.user, ctx.backends["user"], v.key.user_mode, prompt, d.user_tools, ctx.tokens(s.user),
-                        TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, u_seed, u_per_turn))
+                        sampling)
         return assistant, user
 
     async def _one(self, task: Any, v: EpisodeVariant) -> None:
@@ -246,6 +268,7 @@ class Tau2Kind:
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
         """Every selected task with its variants: user mode × temperature × vary_seeds × trial, with stable ids
         (`vary_seeds` joins an id only when it is not `both`, so ids made before it existed stay)."""
+        check_scripted(scenario)
         check_servers(scenario)
         check_seeds(scenario)
         spec, a, u = scenario.spec, scenario.assistant, scenario.user

@@ -151,13 +151,20 @@ def opening_task(episode: ToolEpisode) -> Task:
 
 def build(episode: ToolEpisode, pair: Pair, cancelled: threading.Event) -> EpisodeOrchestrator:
     """τ²'s agent, user and orchestrator for the episode (`pair` its sides' settings), on its environment, with its
-    step and error limits."""
+    step and error limits. A scripted user (testbed.scenarios.tau2.scripted_user) is τ²'s user as a ScriptedTau2User,
+    so τ²'s loop faces the same user as the native one."""
     environment = episode.desk.environment
     agent = LLMAgent(tools=environment.get_tools(), domain_policy=environment.get_policy(),
                      llm=litellm_model(pair.assistant), llm_args=litellm_args(pair.assistant))
-    user_tools = environment.get_user_tools() if environment.user_tools is not None else None
-    user = EpisodeUser(pair.user.system_prompt, tools=user_tools or None, instructions=None,
-                       llm=litellm_model(pair.user), llm_args=litellm_args(pair.user))
+    script = getattr(episode.user, "script", None)
+    if script is not None:
+        from testbed.scenarios.tau2.scripted_user_tau2 import ScriptedTau2User
+
+        user = ScriptedTau2User(script, pair.user.system_prompt)
+    else:
+        user_tools = environment.get_user_tools() if environment.user_tools is not None else None
+        user = EpisodeUser(pair.user.system_prompt, tools=user_tools or None, instructions=None,
+                           llm=litellm_model(pair.user), llm_args=litellm_args(pair.user))
     return EpisodeOrchestrator(domain=environment.domain_name, agent=agent, user=user, environment=environment,
                                task=opening_task(episode), max_steps=episode.max_steps, max_errors=episode.max_errors,
                                cancelled=cancelled)

@@ -1,0 +1,126 @@
+"""The scripted τ² user (`backend: tau2-scripted`): a goal-following user built from the task, with no model.
+
+Its answers are checked on synthetic tasks built with τ²'s own classes; a whole episode runs under the native loop
+and every framework against a real assistant server on 127.0.0.1, so the scripted user is what each loop's user is,
+and where it cannot play (telecom, the assistant's seat) the spec is refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import write_yaml
+from tau2_script_server import ScriptServer, call, say
+
+from testbed.runner import run_scenario
+from testbed.scenarios.tau2.scripted_user import DONT_KNOW, GO_AHEAD, STOP, TRANSFER, UserScript, first_person
+from testbed.scenarios.tau2.scripted_user_server import heard_and_spoken
+from testbed.specs.errors import SpecError
+
+FRAMEWORKS = ("native", "autogen", "langgraph", "camel", "tau2")
+MEETING = {"user_id": "user_1", "title": "Important Meeting"}
+REQUEST = "I am a team member who needs to create a task for an upcoming meeting."
+"""The first sentence of the mock task create_task_1's instructions, in the customer's words."""
+
+
+def synthetic_task(**instructions):
+    """A τ² task with structured user instructions (synthetic text, not the package's)."""
+    from tau2.data_model.tasks import StructuredUserInstructions, Task, UserScenario
+
+    fields = {"domain": "shop", "reason_for_call": "", "known_info": None, "unknown_info": None, "task_instructions": ""}
+    return Task(id="t", user_scenario=UserScenario(instructions=StructuredUserInstructions(**{**fields, **instructions})))
+
+
+@pytest.fixture
+def script():
+    return UserScript.of(synthetic_task(
+        reason_for_call="You want to return the blue lamp from order #A1.",
+        known_info="You are Ada Lovelace.\nYour zip code is 12345.",
+        unknown_info="You do not remember your email address.",
+        task_instructions="If the agent says the return window has closed, mention that the lamp arrived broken.\n\n"
+                          "You want the refund on your gift card."))
+
+
+def test_the_first_turn_states_the_request_and_what_it_knows(script):
+    assert script.reply("Hi! How can I help you today?", spoken=False) == (
+        "I want to return the blue lamp from order #A1. I am Ada Lovelace. My zip code is 12345.")
+
+
+def test_answers_come_from_what_the_task_says_it_knows(script):
+    assert script.reply("Could you give me your zip code?", spoken=True) == "My zip code is 12345."
+    assert script.reply("May I have your full name?", spoken=True) == "I am Ada Lovelace."
+    assert script.reply("What email address is on the account?", spoken=True) == "I do not remember my email address."
+    assert script.reply("Which refund method would you like, the card or the gift card?", spoken=True) == \
+        "I want the refund on my gift card."
+    assert script.reply("What is your favourite colour?", spoken=True) == DONT_KNOW
+
+
+def test_a_conditional_instruction_answers_the_agent_turn_it_names(script):
+    assert script.reply("I'm sorry, the return window for this order has closed.", spoken=True) == "the lamp arrived broken."
+
+
+def test_confirmation_done_and_transfer(script):
+    assert script.reply("Shall I proceed with the return?", spoken=True) == GO_AHEAD
+    assert script.reply("The return has been processed. Is there anything else I can help you with?", spoken=True) == STOP
+    assert script.reply("The return is complete, it has been processed.", spoken=True) == STOP
+    assert script.reply("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", spoken=True) == TRANSFER
+    assert script.reply("How can I help you?", spoken=True) == script.request
+
+
+def test_second_person_becomes_the_customers_first_person():
+    assert first_person("You are Bo. Your id is b_1. The agent told you that you were right.") == \
+        "I am Bo. My id is b_1. The agent told me that I was right."
+
+
+def test_a_frameworks_flipped_view_gives_the_agents_last_words():
+    view = [{"role": "system", "content": "prompt"}, {"role": "user", "content": "Hi! How can I help you today?"}]
+    assert heard_and_spoken(view) == ("Hi! How can I help you today?", False)
+    view += [{"role": "assistant", "content": "My lamp."}, {"role": "user", "content": [{"type": "text", "text": "Name?"}]}]
+    assert heard_and_spoken(view) == ("Name?", True)
+
+
+async def run_against_scripted_user(tmp_path, store, framework: str, script: dict, **overrides):
+    """The mock task create_task_1 with the scripted user and an assistant on a real server playing `script`."""
+    from helpers import REPO
+    from testbed.specs.loader import load_scenario
+
+    (tmp_path / "prompts").mkdir(exist_ok=True)
+    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
+    async with ScriptServer({"assistant": script, "user": [say("unused")]}) as server:
+        write_yaml(tmp_path / "assistant.yaml", {"name": "assistant", "backend": "vllm", "model": "assistant",
+                                                 "base_url": server.base_url, "max_retries": 0})
+        scenario = load_scenario(write_yaml(tmp_path / "t.yaml", {
+            "kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": ["create_task_1"]}, "assistant": "assistant.yaml",
+            "user": "tau2-scripted-user", "temperatures": [0.0], "max_tokens": 32, "max_steps": 20, **overrides}))
+        summary = await run_scenario(scenario, store, show_progress=False, framework=framework)
+    (episode,) = store.episodes(summary.run_id)
+    return episode, store.messages(summary.run_id, episode.key.episode_id), server
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_every_loop_runs_the_scripted_user_to_tau2s_reward(tmp_path, store, framework):
+    pytest.importorskip({"autogen": "autogen_agentchat", "langgraph": "langgraph", "camel": "camel"}.get(framework, "tau2"))
+    episode, messages, server = await run_against_scripted_user(tmp_path, store, framework, [
+        call("create_task", MEETING), say("Your task has been created. Is there anything else I can help you with?")])
+    assert (episode.status, episode.termination, episode.task_score) == ("done", "user_stop", 1.0), episode.error_reason
+    assert episode.key.user_agent == "scripted-user"
+    users = [m for m in messages if m.role == "user"]
+    assert users[0].content.startswith(REQUEST) and users[0].speaker == "scripted-user"
+    assert len(users) == 1, [m.content for m in users]
+    assert len(server.requests["user"]) == 0
+
+
+async def test_a_scripted_user_that_is_never_told_done_runs_to_the_step_limit(tmp_path, store):
+    episode, messages, _ = await run_against_scripted_user(tmp_path, store, "native", [say("What is your favourite colour?")],
+                                                           max_steps=6)
+    assert (episode.status, episode.termination) == ("done", "max_steps")
+    assert [m.content for m in messages if m.role == "user"][1:] == [DONT_KNOW, DONT_KNOW]
+
+
+def test_the_scripted_user_is_refused_where_it_cannot_play(tau2_spec):
+    from testbed.scenarios.tau2.kind import Tau2Kind
+
+    with pytest.raises(SpecError, match="phone tools"):
+        Tau2Kind().plan(tau2_spec(domain="telecom", user="tau2-scripted-user", tasks={"limit": 1}))
+    with pytest.raises(SpecError, match="not an assistant"):
+        Tau2Kind().plan(tau2_spec(assistant="tau2-scripted-user"))
