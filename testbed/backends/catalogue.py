@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from testbed.backends.tool_call_text import TOLERANT_PARSER
+
 
 @dataclass(frozen=True)
 class CatalogueModel:
@@ -28,6 +30,9 @@ class CatalogueModel:
     sha256: str
     licence: str
     aliases: tuple[str, ...] = ()
+    tool_call_parser: str | None = None
+    """The vLLM tool parser that reads this model's calls, used by a managed server whose agent spec names none
+    (`server.tool_call_parser`): `tolerant` for the small models, which write their calls as untagged JSON."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -49,6 +54,7 @@ SMOLLM2_135M = CatalogueModel(
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     licence="Apache-2.0",
     aliases=("embedded",),
+    tool_call_parser=TOLERANT_PARSER,
 )
 QWEN_CODER_05B = CatalogueModel(
     name="qwen2.5-coder-0.5b-instruct",
@@ -59,6 +65,7 @@ QWEN_CODER_05B = CatalogueModel(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     licence="Apache-2.0 upstream (the packages state none)",
+    tool_call_parser=TOLERANT_PARSER,
 )
 QWEN_CODER_15B = CatalogueModel(
     name="qwen2.5-coder-1.5b-instruct",
@@ -69,6 +76,7 @@ QWEN_CODER_15B = CatalogueModel(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     licence="Apache-2.0 upstream (the packages state none)",
+    tool_call_parser=TOLERANT_PARSER,
 )
 
 CATALOGUE: dict[str, CatalogueModel] = {m.name: m for m in (SMOLLM2_135M, QWEN_CODER_05B, QWEN_CODER_15B)}

@@ -24,6 +24,28 @@ def served_model_name(spec: AgentSpec) -> str:
     return entry.name if entry is not None else spec.model
 
 
+def tool_call_parser_of(spec: AgentSpec) -> str | None:
+    """The tool parser a managed server for the agent starts with: the spec's `server.tool_call_parser`, else its
+    catalogue model's own (the small models' `tolerant`), else none (no tool calling)."""
+    if spec.server.tool_call_parser is not None:
+        return spec.server.tool_call_parser
+    entry = catalogue_model(spec.model)
+    return entry.tool_call_parser if entry is not None else None
+
+
+def tool_parser_plugin_of(spec: AgentSpec) -> str | None:
+    """The plugin file the agent's managed server loads, absolute: the spec's own (made absolute against its spec
+    file by the loader), else none (the tolerant parser's own file is added with its flags, testbed.backends.vllm_server).
+    A relative path here came from a spec built in code, which has no folder to read it against: refused."""
+    plugin = spec.server.tool_parser_plugin
+    if plugin is None:
+        return None
+    if not plugin.is_absolute():
+        raise BackendUnavailable(f"agent {spec.name}: server.tool_parser_plugin {str(plugin)[:200]!r} is relative and the spec has "
+                                 "no file to read it against: give an absolute path (or load the spec from its file)")
+    return str(plugin)
+
+
 def capabilities_of(spec: AgentSpec) -> Capabilities:
     """What the agent's backend can do, known without contacting it.
 
@@ -141,7 +163,7 @@ class BackendPool:
             dtype=spec.server.dtype, port=port, extra_args=spec.server.extra_args,
             startup_timeout_s=spec.server.startup_timeout_s, tensor_parallel_size=spec.server.tensor_parallel_size,
             data_parallel_size=spec.server.data_parallel_size, gpu_memory_utilization=spec.server.gpu_memory_utilization,
-            tool_call_parser=spec.server.tool_call_parser,
+            tool_call_parser=tool_call_parser_of(spec), tool_parser_plugin=tool_parser_plugin_of(spec),
         )
 
     def diagnosis(self, spec: AgentSpec, index: int = 0) -> Callable[[], str | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import time
@@ -24,10 +25,14 @@ from testbed.backends.base import BackendError, BackendUnavailable, Capabilities
 from testbed.backends.bounded_read import ReplyRefused, read_bounded
 from testbed.backends.openai_reply import MalformedReply, error_excerpt, parse_completion, wire_refusal
 from testbed.backends.retry_after import retry_after_s
+from testbed.backends.tool_call_text import read_tool_calls
+from testbed.backends.vllm_server import tool_calling_flags
 from testbed.backends.same_origin import Hop, request_on_origin
 from testbed.limits import MAX_REPLY_BYTES
 from testbed.redaction import redact, register_secret
 
+TOOL_CALLS = logging.getLogger("testbed.tool_calls")
+"""Where a server that drops the calls its model writes as untagged JSON is reported, once per backend."""
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 REJECTED_KEY = {401, 403}
 HEALTH_CACHE_S = 2.0
@@ -45,8 +50,19 @@ TOOLS_REFUSED = b"enable-auto-tool-choice"
 
 def tools_refused_reason(url: str) -> str:
     """The stop message for a server that cannot call tools: the URL and the flags (or spec field) that fix it."""
-    return (f"{url} refuses tool calls (started without tool calling): start vLLM with --enable-auto-tool-choice "
-            "--tool-call-parser hermes (a managed server: set server.tool_call_parser in the agent spec)")
+    return (f"{url} refuses tool calls (started without tool calling): restart vLLM with {_tolerant_flags()} "
+            "(a managed server: set server.tool_call_parser: tolerant in the agent spec)")
+
+
+def untagged_calls_reason(url: str, managed: bool) -> str:
+    """What to say when a server returned a tool call as text it did not parse (untagged JSON): the flags that read it."""
+    fix = ("set server.tool_call_parser: tolerant in the agent spec" if managed
+           else f"restart vLLM with {_tolerant_flags()} (its Python must import testbed)")
+    return f"{url} returned a tool call as untagged JSON text, which its tool parser did not read (the call is lost): {fix}"
+
+
+def _tolerant_flags() -> str:
+    return " ".join(tool_calling_flags())
 
 
 def backoff_s(attempt: int, base_s: float, cap_s: float) -> float:
@@ -118,6 +134,7 @@ class OpenAICompatibleBackend:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=connect_timeout_s)
         self._chat_url = URL(f"{self.base_url}/{path}")
         """Parsed once: aiohttp would parse a string URL again for every request (yarl comes with aiohttp)."""
+        self._untagged_calls_told = False
 
     url_field = "base_url"
     """The spec field that holds the server's URL, named in an error that only a new URL fixes."""
@@ -252,7 +269,10 @@ class OpenAICompatibleBackend:
                                                  timeout=timeout, headers=headers) as resp:
                         raw = await read_bounded(resp, self.max_reply_bytes, url)
                         if resp.status == 200:
-                            return self.parse_reply(_json(raw), time.perf_counter() - started, attempt + 1)
+                            completion = self.parse_reply(_json(raw), time.perf_counter() - started, attempt + 1)
+                            if request.tools and not completion.tool_calls and not self._untagged_calls_told:
+                                self._tell_untagged_calls(completion.text, url)
+                            return completion
                         if base_url is not None and (refused := wire_refusal(raw)) is not None:
                             raise BackendError(refused)
                         last_reason = f"HTTP {resp.status} from {url}{_via(hops)}: {error_excerpt(raw)}"
@@ -285,6 +305,15 @@ class OpenAICompatibleBackend:
         if transport:
             await self.check_health()
         raise BackendError(f"{last_reason} (gave up after {attempt + 1} attempts)", retryable=True)
+
+    def _tell_untagged_calls(self, text: str, url: str) -> None:
+        """Warn once when a reply to a request with tools holds calls as untagged JSON that the server left as text
+        (vLLM's `hermes` parser reads tagged calls only): the run goes on, the model's calls are lost until the
+        server reads them, and the warning gives the flags or spec field that do."""
+        if self.url_field != "base_url" or not read_tool_calls(text).calls:
+            return
+        self._untagged_calls_told = True
+        TOOL_CALLS.warning("%s", untagged_calls_reason(url, managed=self.diagnose is not None))
 
     async def close(self) -> None:
         """Close the HTTP session."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from testbed.backends.base import BackendUnavailable
 from testbed.backends.embedded import cache_root
 from testbed.backends.server_watchdog import Watchdog, end_session
+from testbed.backends.tool_call_text import TOLERANT_PARSER
 
 CPU_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "2",
@@ -36,6 +37,17 @@ NO_CHUNKED_PREFILL = "--no-enable-chunked-prefill"
 CPU generators lack). Every simulated-user turn is seeded, so a burst of them after a resume crashed
 the server; whole-prompt prefill never discards a sample. GPU builds keep chunked prefill."""
 QUIET_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TRANSFORMERS_OFFLINE": "1"}
+TOLERANT_PLUGIN = Path(__file__).resolve().with_name("vllm_tool_parser_plugin.py")
+"""The tolerant parser's vLLM plugin file in the installed package: what `--tool-parser-plugin` names for
+`--tool-call-parser tolerant` (testbed.backends.tool_call_text)."""
+
+
+def tool_calling_flags(parser: str = TOLERANT_PARSER, plugin: str | Path | None = None) -> list[str]:
+    """The vLLM flags that turn tool calling on with `parser`: the tolerant parser brings its plugin file, a parser of
+    your own brings `plugin` (absolute, since vLLM reads a relative path against its working directory)."""
+    chosen = plugin if plugin is not None else TOLERANT_PLUGIN if parser == TOLERANT_PARSER else None
+    flags = ["--enable-auto-tool-choice", "--tool-call-parser", parser]
+    return flags + (["--tool-parser-plugin", str(chosen)] if chosen is not None else [])
 
 
 def vllm_flavour() -> str:
@@ -94,6 +106,9 @@ class VLLMServer:
     data_parallel_size: int = 1
     gpu_memory_utilization: float | None = None
     tool_call_parser: str | None = None
+    tool_parser_plugin: str | None = None
+    """An absolute plugin file registering `tool_call_parser`; unset, the tolerant parser brings its own and any other
+    parser is one of vLLM's."""
     visible_devices: list[int | str] | None = None
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen | None = None
@@ -134,7 +149,7 @@ class VLLMServer:
         if self.gpu_memory_utilization is not None:
             cmd += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
         if self.tool_call_parser is not None:
-            cmd += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
+            cmd += tool_calling_flags(self.tool_call_parser, self.tool_parser_plugin)
         if flavour == "cpu":
             cmd.append("--enforce-eager")
             if not any("chunked-prefill" in arg for arg in self.extra_args):

@@ -47,7 +47,8 @@ class ServerSpec(Strict):
     defaults, so a CPU run's command line is the same as without them.
     """
 
-    LEFT_OUT_AT_DEFAULT = ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "tool_call_parser")
+    LEFT_OUT_AT_DEFAULT = ("replicas", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "tool_call_parser",
+                           "tool_parser_plugin")
 
     max_model_len: int = Field(2048, ge=128)
     """Longest prompt plus completion, in tokens (`--max-model-len`); bounds the KV cache each sequence reserves."""
@@ -71,8 +72,15 @@ class ServerSpec(Strict):
     """Engine copies inside one vLLM server (`--data-parallel-size`), balanced by vLLM behind one port.
     Each copy takes `tensor_parallel_size` GPUs. 1 (vLLM's default) emits no flag."""
     tool_call_parser: str | None = None
-    """Lets the model call tools (`--enable-auto-tool-choice --tool-call-parser NAME`), which τ² tasks need: a parser
-    that fits the model's chat template (`hermes` for Qwen2.5). Unset: the server answers tool requests with an error."""
+    """Lets the model call tools (`--enable-auto-tool-choice --tool-call-parser NAME`), which τ² tasks need. `tolerant`
+    is the testbed's own (testbed.backends.tool_call_text, its plugin file passed for you): hermes' `<tool_call>` tags,
+    and the fenced or bare JSON calls small models write instead; any other name is one of vLLM's parsers (`hermes`
+    for models that always tag) or one your `tool_parser_plugin` registers. Unset: a catalogue model's own parser
+    (testbed.backends.catalogue), else no tool calling (the server answers tool requests with an error)."""
+    tool_parser_plugin: Path | None = None
+    """Your own vLLM tool-parser plugin file (`--tool-parser-plugin`), registering the parser `tool_call_parser` names;
+    a relative path is read against this spec file's folder (vLLM itself would read it against its working directory).
+    Where the file lives is left out of the run id, as a port is; the parser's name stays in it."""
     gpu_memory_utilization: float | None = None
     """Share of each GPU's memory vLLM may take for weights and KV cache (`--gpu-memory-utilization`), in (0, 1].
     Lower it to share a GPU with another process; unset keeps vLLM's default."""
@@ -109,6 +117,7 @@ class ServerSpec(Strict):
             "--device-memory-utilization": "server.gpu_memory_utilization",
             "--max-model-len": "server.max_model_len", "--dtype": "server.dtype", "--port": "server.port",
             "--tool-call-parser": "server.tool_call_parser", "--enable-auto-tool-choice": "server.tool_call_parser",
+            "--tool-parser-plugin": "server.tool_parser_plugin",
         }
         for arg in value:
             flag = arg.split("=", 1)[0]
@@ -121,6 +130,13 @@ class ServerSpec(Strict):
             if flag == "--host":
                 raise ValueError(f"{arg!r}: a managed server listens on 127.0.0.1 only | fix: drop it; to serve on another address, start vLLM yourself and set base_url")
         return value
+
+    @model_validator(mode="after")
+    def _plugin_names_a_parser(self) -> "ServerSpec":
+        if self.tool_parser_plugin is not None and self.tool_call_parser is None:
+            raise ValueError("@tool_parser_plugin a plugin only registers parsers, and no parser is named | fix: set "
+                             "server.tool_call_parser to the name your plugin registers")
+        return self
 
     @property
     def gpus(self) -> int:
@@ -244,6 +260,15 @@ class AgentSpec(Strict):
             if getattr(self, field) is None and not (field == "base_url" and self.base_urls):
                 raise ValueError(f"@{field} backend `{self.backend}` needs {field} | fix: {fix}")
         return self
+
+    def with_files_under(self, folder: Path) -> "AgentSpec":
+        """This spec with the files its server reads made absolute against `folder` (its spec file's), so a managed
+        server started from any working directory loads the file the spec names."""
+        plugin = self.server.tool_parser_plugin
+        if plugin is None or plugin.is_absolute():
+            return self
+        server = self.server.model_copy(update={"tool_parser_plugin": (folder / plugin).resolve()})
+        return self.model_copy(update={"server": server})
 
     @property
     def managed(self) -> bool:

@@ -83,9 +83,10 @@ def _prompt(path: Path, field: str, value: Path | None) -> str | None:
 
 WHERE_SERVERS_LIVE = ("base_url", "base_urls", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_reply_bytes")
 """Agent fields that say where its server is and how it is reached, not what it generates."""
-WHERE_MANAGED_SERVERS_LIVE = ("port", "startup_timeout_s", "replicas", "gpu_memory_utilization")
-"""Fields of a managed server (`server:`) that say where it listens and how much of the machine it takes, not what
-the model generates (dtype, max_model_len, parallelism and extra flags can change that, and stay)."""
+WHERE_MANAGED_SERVERS_LIVE = ("port", "startup_timeout_s", "replicas", "gpu_memory_utilization", "tool_parser_plugin")
+"""Fields of a managed server (`server:`) that say where it listens, how much of the machine it takes and where its
+plugin file lives, not what the model generates (dtype, max_model_len, parallelism, the tool parser's name and extra
+flags can change that, and stay)."""
 
 
 def experiment_of(agent: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +131,11 @@ def load_agent(ref: str | Path, *, relative_to: Path | None = None) -> ResolvedA
         spec = AgentSpec.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, AgentSpec) from None
+    spec = spec.with_files_under(path.parent)
+    plugin = spec.server.tool_parser_plugin
+    if plugin is not None and not _holds(plugin, Path.is_file):
+        raise SpecError(path, "server.tool_parser_plugin", f"{cut(str(plugin))} is not a file",
+                        "give your vLLM tool-parser plugin's .py file, absolute or relative to this spec's folder")
     return ResolvedAgent(spec, path, _prompt(path, "system_prompt_file", spec.system_prompt_file))
 
 
