@@ -47,6 +47,17 @@ def _parts(row: pd.Series, prefix: str) -> str:
     return ", ".join(parts) or "n/a"
 
 
+def _gap(row: pd.Series) -> str:
+    """A simulator gap as a signed reward difference with its interval, e.g. `-0.25 (-0.50 to 0.00)`; blank on the
+    scripted user's own rows."""
+    value = row.simulator_gap
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "" if pd.isna(row.get("gap_tasks")) else "n/a"
+    lo, hi = row.simulator_gap_lo, row.simulator_gap_hi
+    interval = "" if lo != lo or hi != hi else f" ({lo:+.2f} to {hi:+.2f})"
+    return f"{value:+.2f}{interval}"
+
+
 def _conditions(r: pd.Series) -> list[str]:
     return [r.assistant_model, r.user_model, r.dataset, r.user_mode, f"{r.temperature:g}", r.get("perturbation", "none")]
 
@@ -85,6 +96,9 @@ COLUMNS: list[tuple[str, str, Callable[[pd.Series], str]]] = [
     ("tasks", "tasks", lambda r: str(r.tasks)),
     ("pass^k (k=1,2,…)", "pass_hat_1", lambda r: _series(r, "pass_hat_")),
     ("reward parts", "breakdown_", lambda r: _parts(r, "breakdown_")),
+    ("scripted-user reward", "scripted_reward", lambda r: "" if pd.isna(r.gap_tasks) else _num(r.scripted_reward, "{:.2f}")),
+    ("simulator gap (95% CI)", "simulator_gap", lambda r: _gap(r)),
+    ("gap tasks", "gap_tasks", lambda r: "" if pd.isna(r.gap_tasks) else str(int(r.gap_tasks))),
     ("tool calls/ep.", "tool_calls_per_episode", lambda r: _num(r.tool_calls_per_episode, "{:.2f}")),
     ("tool errors/ep.", "tool_errors_per_episode", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
     ("user tool calls/ep.", "user_tool_calls_per_episode", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
@@ -156,6 +170,8 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("episodes", ("episodes", "errors", "accuracy (95% CI)", "scored", "user words", "empty turns", "user = question (95% CI)",
                   "user turns/ep.", "ended by")),
     ("τ² tasks", ("reward (95% CI)", "errored in reward", "tasks", "pass^k (k=1,2,…)", "reward parts")),
+    ("simulator gap (model user − scripted user, paired by task)", ("scripted-user reward", "simulator gap (95% CI)",
+                                                                    "gap tasks")),
     ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
     ("simulated-user faults", tuple(h for h, _ in USER_FAULT_COLUMNS)),
     ("seed reliability", ("pass^k, user's seed varied", "pass^k, assistant's seed varied", "trial variance, user varied",
@@ -170,7 +186,7 @@ TABLE_GROUPS: list[tuple[str, tuple[str, ...]]] = [
 
 RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unscored", "user turns/ep.", "median onset",
          "questions/fact", "tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.",
-         "faults reviewed", "reviews unscored")
+         "faults reviewed", "reviews unscored", "scripted-user reward", "gap tasks")
 
 
 def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2_metrics import (BOOTSTRAP_RESAMPLES, ToolCounts, counted_rewards, is_success, pass_hat_ks,
+from testbed.analysis.tau2_metrics import (ToolCounts, counted_rewards, is_success, paired_bootstrap_interval, pass_hat_ks,
                                           reward_interval, tool_counts)
 from testbed.analysis.tau2_report import TAU2_REPORT
 from testbed.specs.registries import KINDS
@@ -70,23 +69,6 @@ def tau2_fault_columns(store: Store, run_id: str, judge) -> dict:
 
     rates = fault_rates(fault_frame(store, run_id, judge), judge is not None)
     return {k: v for k, v in rates.items() if k.startswith(("fault_any", "failed_with_fault", "fault_episodes", "failed_episodes"))}
-
-
-def paired_bootstrap_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """A percentile bootstrap interval for the mean of paired differences: pairs are resampled whole, so what the
-    two sides share (the task, the trial's luck) stays in each pair. Seeded like `reward_interval`'s bootstrap so
-    a comparison is reproducible; it needs two pairs (nan otherwise). `level` is the interval's coverage."""
-    n = len(differences)
-    if n < 2:
-        return math.nan, math.nan
-    x = np.asarray(differences, dtype=float)
-    rng = np.random.default_rng(0)
-    chunk = max(1, 1_000_000 // n)
-    means = np.concatenate([x[rng.integers(0, n, size=(min(chunk, BOOTSTRAP_RESAMPLES - start), n))].mean(axis=1)
-                            for start in range(0, BOOTSTRAP_RESAMPLES, chunk)])
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(means, [tail, 1 - tail])
-    return float(lo), float(hi)
 
 
 def tau2_paired_with_native(native: pd.DataFrame, other: pd.DataFrame, shared: Sequence[str]) -> dict:

@@ -106,6 +106,23 @@ def reward_interval(rewards: Sequence[float], z: float = 1.959964) -> tuple[floa
     return float(lo), float(hi), "bootstrap"
 
 
+def paired_bootstrap_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A percentile bootstrap interval for the mean of paired differences: pairs are resampled whole, so what the
+    two sides share (the task, the trial's luck) stays in each pair. Seeded like `reward_interval`'s bootstrap so
+    a comparison is reproducible; it needs two pairs (nan otherwise). `level` is the interval's coverage."""
+    n = len(differences)
+    if n < 2:
+        return math.nan, math.nan
+    x = np.asarray(differences, dtype=float)
+    rng = np.random.default_rng(0)
+    chunk = max(1, 1_000_000 // n)
+    means = np.concatenate([x[rng.integers(0, n, size=(min(chunk, BOOTSTRAP_RESAMPLES - start), n))].mean(axis=1)
+                            for start in range(0, BOOTSTRAP_RESAMPLES, chunk)])
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
 @dataclass
 class ToolCounts:
     """One episode's tool use: calls made and calls answered with an error, on each side of a dual-control task."""

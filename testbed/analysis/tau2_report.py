@@ -13,6 +13,7 @@ from testbed.analysis.tau2_faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMN
                                           reviewed_faults)
 from testbed.analysis.tau2_metrics import (ERRORED_AS, ToolCounts, counted_rewards, is_success, pass_hat_ks,
                                           reward_interval, tool_counts, with_seed_reliability)
+from testbed.analysis.tau2_simulator_gap import GAP_COLUMNS, gap_of_group
 from testbed.specs.registries import ReportEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df
@@ -46,7 +47,9 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None, errored_
     of failed finished episodes (reward short of 1) with any: how much of the failure the simulator may carry. When a
     reviewer judged the flagged faults (`testbed review-faults`), `fault_hindered` is the share of reviewed faults it
     judged hindering the agent and `failed_hindered` the share of failed episodes with a hindering fault (each with
-    Wilson bounds, beside the counts reviewed and unscored: tau2_faults.review_rates). The rest
+    Wilson bounds, beside the counts reviewed and unscored: tau2_faults.review_rates). Where the run also seats the
+    scripted user with the group's assistant (a users sweep), a model user's rows have the simulator gap
+    (testbed.analysis.tau2_simulator_gap: `scripted_reward`, `simulator_gap` with `_lo`/`_hi`, `gap_tasks`). The rest
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
     testbed.analysis.conversation_report's.
     """
@@ -60,6 +63,7 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None, errored_
     users_call = any(c.user_calls for c in counts.values())
     reviews = reviewed_faults(store, run_id, judge)
     rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),
+             **gap_of_group(g, episodes, errored_as),
              **fault_rates(faults.loc[g.episode_id], judge is not None), **_severity(faults.loc[g.episode_id], reviews)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
@@ -87,6 +91,8 @@ def _column_order(column: str) -> tuple:
         return (2, 0, column)
     if column in REWARD_COLUMNS:
         return (0, REWARD_COLUMNS.index(column), "")
+    if column in GAP_COLUMNS:
+        return (0, len(REWARD_COLUMNS) + GAP_COLUMNS.index(column), "")
     if column in FAULT_RATE_COLUMNS:
         return (4, FAULT_RATE_COLUMNS.index(column), "")
     if column in REVIEW_RATE_COLUMNS:

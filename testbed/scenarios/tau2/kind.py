@@ -37,7 +37,7 @@ from testbed.scenarios.tau2.episode import start_episode
 from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
-from testbed.scenarios.tau2.scripted_user import BACKEND as SCRIPTED_BACKEND, ScriptedGoalUser, UserScript
+from testbed.scenarios.tau2.scripted_user import BACKEND as SCRIPTED_BACKEND, SCRIPTED_USER_MODEL, ScriptedGoalUser, UserScript
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.registries import FrameworkEntry, ScenarioKindEntry
@@ -107,7 +107,8 @@ def check_scripted(scenario: ResolvedScenario) -> None:
     """Refuse the scripted user where it cannot play: in the assistant's seat, or as telecom's user, who must work its
     phone's tools (the script only talks)."""
     if is_scripted(scenario.assistant):
-        raise SpecError(scenario.path, "assistant", f"agent {scenario.assistant.spec.name} is the scripted τ² user, not an assistant",
+        raise SpecError(scenario.path, "assistant",
+                        f"agent {scenario.assistant.spec.name} is the scripted τ² user, not an assistant",
                         "seat it as `user:`, and name a model or agent as `assistant:`")
     if is_scripted(scenario.user) and scenario.spec.domain == "telecom":
         raise SpecError(scenario.path, "user", "the scripted τ² user cannot use telecom's phone tools, which its user must",
@@ -267,12 +268,14 @@ class Tau2Kind:
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
         """Every selected task with its variants: user mode × temperature × vary_seeds × trial, with stable ids
-        (`vary_seeds` joins an id only when it is not `both`, so ids made before it existed stay)."""
+        (`vary_seeds` joins an id only when it is not `both`, so ids made before it existed stay). The scripted user's
+        episodes are stored under the user model SCRIPTED_USER_MODEL, whatever its spec is named, so reports find them."""
         check_scripted(scenario)
         check_servers(scenario)
         check_seeds(scenario)
         spec, a, u = scenario.spec, scenario.assistant, scenario.user
         identity, source = scenario_identity(scenario), spec.dataset
+        user_model = SCRIPTED_USER_MODEL if is_scripted(u) else served_model_name(u.spec)
         out = []
         for task in select_tasks(scenario):
             variants = []
@@ -283,7 +286,7 @@ class Tau2Kind:
                         for trial in range(spec.trials):
                             def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id) -> EpisodeKey:
                                 return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
-                                                  served_model_name(u.spec), mode, temperature, trial, "none")
+                                                  user_model, mode, temperature, trial, "none")
                             parts = (spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed)
                             v = variant(parts + ((vary,) if vary != "both" else ()), key)
                             variants.append(Tau2Variant(v.key, v.seed, vary, fixed["assistant" if vary == "user" else "user"]))
