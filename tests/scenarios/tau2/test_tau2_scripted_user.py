@@ -124,3 +124,14 @@ def test_the_scripted_user_is_refused_where_it_cannot_play(tau2_spec):
         Tau2Kind().plan(tau2_spec(domain="telecom", user="tau2-scripted-user", tasks={"limit": 1}))
     with pytest.raises(SpecError, match="not an assistant"):
         Tau2Kind().plan(tau2_spec(assistant="tau2-scripted-user"))
+
+
+def test_the_quickstart_sweep_runs_the_assistant_against_a_model_user_and_the_scripted_user():
+    from testbed.runner import plan
+    from testbed.specs.sweep import find_sweep, load_sweep
+
+    sweep = load_sweep(find_sweep("tau2-quickstart"))
+    assert [c.user.spec.backend for c in sweep.cells] == ["vllm", "tau2-scripted"]
+    assert len({c.assistant.spec.name for c in sweep.cells}) == 1 and sweep.conditions.domain == "mock"
+    keys = [v.key for c in sweep.cells for _, vs in plan(c) for v in vs]
+    assert len(keys) == 9 * 2 and sum(k.user_model == "tau2-scripted" for k in keys) == 9
