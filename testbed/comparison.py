@@ -23,6 +23,7 @@ from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.runner import RunSummary, preflight, run_scenario
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
+from testbed.specs.registries import FRAMEWORKS, KINDS
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import DEFAULT_JUDGE, default_identity
 
@@ -58,6 +59,9 @@ class Comparison:
     shapes: list[dict] = field(default_factory=list)
     labellers: dict[str, JudgeIdentity] = field(default_factory=dict)
     """Framework → whose labels its row shows (`shown_identity`)."""
+    baselines: dict[str, str] = field(default_factory=dict)
+    """Row → the run of its assistant with the scripted τ² user under the native loop (`simulator_gap`), whose reward
+    its simulator-gap columns are measured against."""
 
     @property
     def run_ids(self) -> dict[str, str]:
@@ -122,7 +126,7 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
                          judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, *, console: Console | None = None,
                          show_progress: bool = True,
                          on_run: Callable[[FrameworkRun], None] | None = None,
-                         agents: Sequence[ResolvedAgent] = ()) -> Comparison:
+                         agents: Sequence[ResolvedAgent] = (), simulator_gap: bool = False) -> Comparison:
     """Run (or resume) the scenario once per framework (default: every registered one that runs its kind), in order, with its wire log;
     label each run with `judge`; return the comparison, paired with the baseline (native) on the same episodes when
     it is among them.
@@ -131,10 +135,13 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
     the scenario with that agent as its assistant under the native loop (`with_agent`). Its episode ids differ from
     native's (they hash the assistant), so its row has no paired columns; its rates sit beside the others'.
     `on_run` is called as each framework's run and judging end (the CLI prints its line there).
+    `simulator_gap` (τ² scenarios with a model user) also runs each native-loop row's assistant with the scripted
+    user (`scripted_baselines`), and those rows show the reward lost to the simulated user on the same tasks.
     A BackendError stops the comparison as FrameworkFailed, naming the framework; what finished is kept.
     """
     frameworks = list(frameworks or frameworks_for(scenario.spec.kind))
     preflight_frameworks(scenario, frameworks, agents)
+    scripted = scripted_user_for(scenario) if simulator_gap else None
     labeller = judge if isinstance(judge, ResolvedJudge) else load_judge(judge)
     done: list[FrameworkRun] = []
     plan = [(name, name, scenario) for name in frameworks] + [(agent_label(a), "native", with_agent(scenario, a)) for a in agents]
@@ -147,7 +154,36 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
         done.append(FrameworkRun(name, summary, labelled))
         if on_run is not None:
             on_run(done[-1])
-    return comparison_of(store, scenario.spec.name, done)
+    baselines = {}
+    if scripted is not None:
+        native_rows = [(n, t) for n, f, t in plan if FRAMEWORKS.entry(f).baseline]
+        baselines = await scripted_baselines(native_rows, scripted, store, console, show_progress)
+    return comparison_of(store, scenario.spec.name, done, baselines)
+
+
+def scripted_user_for(scenario: ResolvedScenario) -> ResolvedAgent | None:
+    """The scripted τ² user a simulator-gap comparison seats beside the scenario's model user; None when the scenario's
+    user is already the scripted one (its rows are the baseline). A scenario of another kind is refused."""
+    from testbed.scenarios.tau2.scripted_user import BACKEND, SCRIPTED_USER_AGENT
+    from testbed.specs.errors import SpecError
+
+    if not KINDS.entry(scenario.spec.kind).scripted_user:
+        raise SpecError(scenario.path, "kind", "the simulator gap is measured on τ² tasks, against the scripted τ² user",
+                        "drop --simulator-gap, or compare a τ² scenario")
+    return None if scenario.user.spec.backend == BACKEND else load_agent(SCRIPTED_USER_AGENT)
+
+
+async def scripted_baselines(rows: Sequence[tuple[str, ResolvedScenario]], scripted: ResolvedAgent, store: Store,
+                             console: Console | None, show_progress: bool) -> dict[str, str]:
+    """Row → the run (made or resumed now) of the row's scenario with the scripted user under the native loop."""
+    out = {}
+    for name, target in rows:
+        try:
+            summary = await run_scenario(replace(target, user=scripted), store, console=console, show_progress=show_progress)
+        except BackendError as exc:
+            raise FrameworkFailed(f"{name} with the scripted user", exc) from exc
+        out[name] = summary.run_id
+    return out
 
 
 def shown_identity(store: Store, run: FrameworkRun) -> JudgeIdentity:
@@ -156,27 +192,27 @@ def shown_identity(store: Store, run: FrameworkRun) -> JudgeIdentity:
     return default_identity(store, run.summary.run_id, run.labelled.identity.judge) or run.labelled.identity
 
 
-def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun]) -> Comparison:
-    """The comparison of runs already made and labelled (one per framework)."""
+def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun], baselines: dict[str, str] | None = None) -> Comparison:
+    """The comparison of runs already made and labelled (one per framework); `baselines` row → its scripted-user run."""
     from testbed.analysis.framework_compare import compare_frameworks
     from testbed.analysis.wire_shape import compare_requests
 
     run_ids = {r.framework: r.summary.run_id for r in runs}
     labellers = {r.framework: shown_identity(store, r) for r in runs}
-    frame = compare_frameworks(store, run_ids, labellers)
+    frame = compare_frameworks(store, run_ids, labellers, baselines or {})
     episode, shapes = compare_requests(store, run_ids)
-    return Comparison(scenario, runs, frame, episode, shapes, labellers)
+    return Comparison(scenario, runs, frame, episode, shapes, labellers, dict(baselines or {}))
 
 
 def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,
             judge: str | Path | ResolvedJudge = DEFAULT_JUDGE, show_progress: bool = False,
-            agents: Sequence[str | Path | ResolvedAgent] = ()) -> Comparison:
+            agents: Sequence[str | Path | ResolvedAgent] = (), simulator_gap: bool = False) -> Comparison:
     """`run_comparison` for a notebook or script: blocks until every framework has run and been labelled.
 
     `scenario` is a loaded scenario, or what `load_scenario` takes (then the user modes not every
     framework can run are left out, as `testbed compare` does); `store` is a Store or a path
     (default `$TESTBED_STORE` or `.testbed/store.sqlite`); `agents` are agent specs (paths or loaded) of your own
-    agents, each a row beside the frameworks (`run_comparison`).
+    agents, each a row beside the frameworks (`run_comparison`); `simulator_gap` adds the gap to the scripted τ² user.
     """
     if not isinstance(scenario, ResolvedScenario):
         loaded = load_scenario(scenario)
@@ -186,4 +222,5 @@ def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] |
     resolved = scenario
     db = store if isinstance(store, Store) else Store(store)
     mine = [a if isinstance(a, ResolvedAgent) else load_agent(a) for a in agents]
-    return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress, agents=mine))
+    return asyncio.run(run_comparison(resolved, db, frameworks, judge, show_progress=show_progress, agents=mine,
+                                      simulator_gap=simulator_gap))

@@ -53,6 +53,17 @@ def _reward_change(r: pd.Series) -> str:
     return "; ".join(parts)
 
 
+def _simulator_gap(r: pd.Series) -> str:
+    """`-0.25 (-0.50 to +0.00) over 3 tasks`: the paired reward difference to the scripted user; blank on rows without."""
+    tasks = r.get("gap_tasks")
+    if _absent(tasks):
+        return ""
+    if _absent(r.simulator_gap):
+        return "n/a"
+    interval = "" if _absent(r.simulator_gap_lo) else f" ({r.simulator_gap_lo:+.2f} to {r.simulator_gap_hi:+.2f})"
+    return f"{r.simulator_gap:+.2f}{interval} over {int(tasks)} tasks"
+
+
 COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("framework", lambda r: r.framework),
     ("episodes", lambda r: str(r.episodes)),
@@ -90,6 +101,12 @@ TAU2_FAULT_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("failed with user fault (95% CI)", lambda r: _rate(r, "failed_with_fault", "failed_with_fault_lo", "failed_with_fault_hi")),
 ]
 """Whose fault a failure may have been: the share of episodes where the simulated user erred, and of failed ones."""
+TAU2_GAP_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
+    ("scripted-user reward", lambda r: "" if _absent(r.get("gap_tasks")) else _num(r.scripted_reward, "{:.2f}")),
+    ("simulator gap (95% CI)", lambda r: _simulator_gap(r)),
+]
+"""A native-loop row's reward lost to the simulated user: the same assistant with the scripted τ² user on the same
+tasks (`compare --simulator-gap`; testbed.analysis.tau2_simulator_gap)."""
 TAU2_PAIRED_COLUMN = ("Δ reward vs native (95% CI)", lambda r: _reward_change(r))
 """The paired reward difference with native, last in a τ² comparison."""
 
@@ -105,6 +122,7 @@ def columns_for(frame: pd.DataFrame) -> list[tuple[str, Callable[[pd.Series], st
         return COLUMNS
     tau2 = TAU2_COLUMNS + (TAU2_USER_TOOL_COLUMNS if (frame.user_tool_calls_per_episode.fillna(0) > 0).any() else [])
     tau2 += TAU2_FAULT_COLUMNS if "fault_any" in frame.columns else []
+    tau2 += TAU2_GAP_COLUMNS if "simulator_gap" in frame.columns else []
     paired = [TAU2_PAIRED_COLUMN] if "reward_pairs" in frame.columns else []
     return COLUMNS[:3] + tau2 + COLUMNS[3:] + paired
 

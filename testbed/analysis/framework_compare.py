@@ -17,6 +17,7 @@ from testbed.analysis.drift import drift_summary, run_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2_compare import all_tau2, tau2_columns, tau2_fault_columns, tau2_paired_with_native
+from testbed.analysis.tau2_simulator_gap import gap_between_runs
 from testbed.specs.registries import FRAMEWORKS
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
@@ -107,10 +108,13 @@ def baseline_of(frameworks) -> str | None:
     return next((f for f in frameworks if f in FRAMEWORKS and FRAMEWORKS.entry(f).baseline), None)
 
 
-def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None]) -> pd.DataFrame:
+def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None],
+                       baselines: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
     Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. Rows of τ² runs
-    (`tau2_compare.all_tau2`) add the task outcomes, the simulated user's faults and the paired reward; the others' columns are the same for every kind."""
+    (`tau2_compare.all_tau2`) add the task outcomes, the simulated user's faults and the paired reward; the others' columns are the same for every kind.
+    A row in `baselines` (row → its assistant's run with the scripted τ² user) adds the simulator gap
+    (testbed.analysis.tau2_simulator_gap.gap_between_runs)."""
     rows = []
     base, tau2 = baseline_of(runs), all_tau2(store, runs.values())
     for framework, run_id in runs.items():
@@ -122,6 +126,8 @@ def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, Jud
             row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
             if tau2:
                 row.update(tau2_paired(store, runs[base], run_id))
+        if baselines and framework in baselines:
+            row.update(gap_between_runs(store, run_id, baselines[framework]))
         rows.append(row)
     return pd.DataFrame(rows)
 

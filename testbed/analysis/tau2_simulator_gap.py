@@ -16,6 +16,8 @@ import pandas as pd
 
 from testbed.analysis.tau2_metrics import ERRORED_AS, counted_rewards, paired_bootstrap_interval
 from testbed.scenarios.tau2.scripted_user import SCRIPTED_USER_MODEL
+from testbed.store import Store
+from testbed.store.frames import episodes_df
 GAP_COLUMNS = ["scripted_reward", "simulator_gap", "simulator_gap_lo", "simulator_gap_hi", "gap_tasks"]
 """The report columns of the gap, on each model user's rows: the scripted user's reward on the shared tasks, the
 paired difference with its interval, and how many tasks it pairs."""
@@ -54,3 +56,9 @@ def gap_of_group(group: pd.DataFrame, episodes: pd.DataFrame, errored_as: str = 
     scripted = episodes[is_scripted_user(episodes) & (episodes.assistant_model == first.assistant_model)
                         & (episodes.assistant_agent == first.assistant_agent) & (episodes.dataset == first.dataset)]
     return simulator_gap(group, scripted, errored_as) if len(scripted) else {}
+
+
+def gap_between_runs(store: Store, run_id: str, scripted_run_id: str, errored_as: str = ERRORED_AS[0]) -> dict:
+    """The gap columns of a run with a model user against its assistant's run with the scripted user (`testbed compare
+    --simulator-gap`), paired by task on the tasks both runs have."""
+    return simulator_gap(episodes_df(store, run_id, exact=True), episodes_df(store, scripted_run_id, exact=True), errored_as)

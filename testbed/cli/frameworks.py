@@ -51,6 +51,7 @@ def compare(
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     agent: Annotated[Optional[str], typer.Option("--agent", help="comma-separated agent specs of your own agents (backend python or http-agent): each a row `your agent: NAME`, run natively")] = None,
+    simulator_gap: Annotated[bool, typer.Option("--simulator-gap", help="τ²: also run each native row's assistant with the scripted user, and show the reward its model user lost on the same tasks")] = False,
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
     and print the frameworks side by side, paired with `native` on the same episodes."""
@@ -77,7 +78,7 @@ def compare(
     db = open_store(store, create=True)
     try:
         comparison = run_async(run_comparison(scenario, db, chosen, labeller, console=out, show_progress=not quiet,
-                                              on_run=lambda done: _say_run(done, out), agents=mine))
+                                              on_run=lambda done: _say_run(done, out), agents=mine, simulator_gap=simulator_gap))
     except (SpecError, StoreError) as exc:
         fail(str(exc))
     except FrameworkFailed as exc:

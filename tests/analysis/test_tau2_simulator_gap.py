@@ -46,8 +46,8 @@ def test_a_users_sweep_shows_the_gap_to_the_scripted_user_on_the_same_tasks(tmp_
         write_yaml(tmp_path / f"{name}.yaml", {"name": name, "backend": "scripted", "model": f"{name}-model", "outputs": ["x"]})
     sweep = load_sweep(write_yaml(tmp_path / "sweep.yaml", {
         "kind": "sweep", "name": "gap", "scenario": "tau2", "agents": ["helper.yaml"],
-        "users": ["hasty.yaml", "tau2-scripted-user"], "domain": "mock", "tasks": {"ids": list(CALLS)}, "trials": 2, "user_prompt_file": "user.md", "temperatures": [0.0],
-        "max_tokens": 32, "max_steps": 12}))
+        "users": ["hasty.yaml", "tau2-scripted-user"], "domain": "mock", "tasks": {"ids": list(CALLS)}, "trials": 2,
+        "user_prompt_file": "user.md", "temperatures": [0.0], "max_tokens": 32, "max_steps": 12}))
 
     async def run():
         scripted = ScriptedUserBackend("scripted-user", "scripted-user")
@@ -82,3 +82,4 @@ def test_the_gap_pairs_by_task_and_leaves_out_tasks_only_one_side_has():
     assert gap["simulator_gap_lo"] <= -0.5 <= gap["simulator_gap_hi"]
     none = simulator_gap(episodes({"a": [1.0]}), episodes({"b": [1.0]}))
     assert none["gap_tasks"] == 0 and math.isnan(none["simulator_gap"])
+

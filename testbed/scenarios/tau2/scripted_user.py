@@ -37,6 +37,8 @@ GO_AHEAD = "Yes, please go ahead."
 CARRY_ON = "Please go ahead."
 BACKEND = "tau2-scripted"
 """The backend name an agent spec gives to seat the scripted user (agents/tau2-scripted-user.yaml)."""
+SCRIPTED_USER_AGENT = "tau2-scripted-user"
+"""The built-in agent spec that seats it (what `testbed compare --simulator-gap` adds beside a model user)."""
 SCRIPTED_USER_MODEL = BACKEND
 """The user model its episodes are stored under, whatever its agent spec is named, so a report finds them."""
 
