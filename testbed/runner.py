@@ -62,7 +62,7 @@ def default_run_id(scenario: ResolvedScenario, framework: str = "native", store:
 
 def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
     """Refuse what cannot work, before anything starts: a user mode the backend cannot do, an unknown model,
-    a scenario the framework cannot run (or a framework that is not installed)."""
+    a scenario the framework cannot run (or a framework that is not installed), the scripted τ² user outside τ² tasks."""
     check_framework(framework, scenario)
     for agent in (scenario.assistant, scenario.user):
         problem = managed_model_problem(agent.spec)
@@ -71,6 +71,9 @@ def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
         check = BACKENDS.entry(agent.spec.backend).check
         if check is not None and (found := check(agent.spec)) is not None:
             raise SpecError(agent.path, *found)
+        if BACKENDS.entry(agent.spec.backend).scripted_user and not KINDS.entry(scenario.spec.kind).scripted_user:
+            raise SpecError(agent.path, "backend", f"agent {agent.spec.name} is the scripted τ² user, which plays only the "
+                            f"user of τ² tasks, not a `{scenario.spec.kind}` scenario", "name a model agent for this scenario")
     if "raw" in scenario.spec.user_modes and not capabilities_of(scenario.user.spec).continue_user_turn:
         raise SpecError(
             scenario.path, "user_modes",

@@ -55,7 +55,8 @@ class BackendEntry:
     itself; `replicas` True when requests can be spread over several servers of one model;
     `needs_model` False when the spec may leave `model` out (it then defaults to the agent's name);
     `own_fields` the spec fields only this backend reads (refused with any other); `check` a hook
-    `(AgentSpec) -> (field, problem, fix) | None` run before any server starts (an agent that cannot be imported).
+    `(AgentSpec) -> (field, problem, fix) | None` run before any server starts (an agent that cannot be imported);
+    `scripted_user` True for the scripted τ² user, which only a kind whose entry seats it may name (as its user).
     """
 
     name: str
@@ -68,6 +69,7 @@ class BackendEntry:
     needs_model: bool = True
     own_fields: tuple[str, ...] = ()
     check: Callable[..., Any] | None = None
+    scripted_user: bool = False
 
 
 @dataclass(frozen=True)

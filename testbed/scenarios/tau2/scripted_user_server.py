@@ -131,6 +131,7 @@ async def build_scripted_user(spec: Any, pool: Any) -> ScriptedUserBackend:
     return ScriptedUserBackend(spec.name, spec.model)
 
 
-SCRIPTED_USER = BackendEntry(BACKEND, build_scripted_user, capabilities={"continue_user_turn": False, "structured_output": False},
-                             needs_model=False)
-"""The scripted τ² user's backend entry (registered in testbed.entries)."""
+SCRIPTED_USER = BackendEntry(BACKEND, build_scripted_user, capabilities={"continue_user_turn": True, "structured_output": False},
+                             needs_model=False, scripted_user=True)
+"""The scripted τ² user's backend entry (registered in testbed.entries). It plays every user mode alike (it has no
+framing to change), so a sweep over user modes can seat it in each; only τ² scenarios may name it."""

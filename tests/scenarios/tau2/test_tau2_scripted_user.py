@@ -126,6 +126,15 @@ def test_the_scripted_user_is_refused_where_it_cannot_play(tau2_spec):
         Tau2Kind().plan(tau2_spec(assistant="tau2-scripted-user"))
 
 
+def test_the_scripted_user_plays_any_user_mode_of_a_tau2_scenario_and_nothing_else(tau2_spec):
+    from testbed.runner import preflight
+    from testbed.specs.loader import load_scenario
+
+    preflight(tau2_spec(user="tau2-scripted-user", user_modes=["instructed", "raw"]))
+    with pytest.raises(SpecError, match="plays only the user of τ² tasks, not a `dialogue` scenario"):
+        preflight(load_scenario("dialogue-gsm8k", user="tau2-scripted-user"))
+
+
 def test_the_quickstart_sweep_runs_the_assistant_against_a_model_user_and_the_scripted_user():
     from testbed.runner import plan
     from testbed.specs.sweep import find_sweep, load_sweep
