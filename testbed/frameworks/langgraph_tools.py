@@ -161,7 +161,7 @@ def model_node(episode, model, side: Side, role: str):
 
     async def generate(state: TaskState) -> dict:
         began = time.perf_counter()
-        reply = await model.ainvoke(system + state[own])
+        reply = with_call_ids(await model.ainvoke(system + state[own]))
         latency = time.perf_counter() - began
         message = generated(episode.transcript, role, side, str(reply.text), usage_of(reply, latency),
                             reply.response_metadata.get("finish_reason"))
@@ -173,6 +173,15 @@ def model_node(episode, model, side: Side, role: str):
         return update
 
     return generate
+
+
+def with_call_ids(reply: AIMessage) -> AIMessage:
+    """The reply with an id on every call, `call_<i>` where the server sent none (as the testbed's own backend names them):
+    LangChain keeps such a call's id None, and its ToolMessage refuses a result without one, which ended the episode."""
+    for i, c in enumerate([*reply.tool_calls, *reply.invalid_tool_calls]):
+        if not c.get("id"):
+            c["id"] = f"call_{i}"
+    return reply
 
 
 def calls_of(reply: AIMessage) -> tuple[ToolCall, ...]:
