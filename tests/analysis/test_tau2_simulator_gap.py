@@ -10,7 +10,7 @@ import math
 import pytest
 
 from helpers import REPO, write_yaml
-from testbed.analysis.render import as_markdown
+from testbed.analysis.render import as_markdown, as_rich_tables
 from testbed.analysis.tau2_report import tau2_report
 from testbed.analysis.tau2_simulator_gap import simulator_gap
 from testbed.backends.base import Completion
@@ -69,6 +69,8 @@ def test_a_users_sweep_shows_the_gap_to_the_scripted_user_on_the_same_tasks(tmp_
     assert math.isnan(report.loc["tau2-scripted", "simulator_gap"])
     table = as_markdown(report.reset_index())
     assert "simulator gap (95% CI)" in table and "-1.00 (-1.00 to -1.00)" in table
+    titles = [t.title for t in as_rich_tables(report.reset_index(), "gap")]
+    assert "simulator gap (model user − scripted user, paired by task)" in titles
 
 
 def test_the_gap_pairs_by_task_and_leaves_out_tasks_only_one_side_has():
