@@ -15,7 +15,8 @@ scenario, turned into the first person:
   know gets that ("I do not remember my email address"), anything else "I don't know.";
 - any other turn gets "Please go ahead."
 
-Its reply depends only on the agent's last words and whether it has spoken, so the same script answers the native
+Its reply depends only on the agent's last words and whether it has spoken yet (the user turns of a task's message
+history are not its own), so the same script answers the native
 loop (ScriptedGoalUser), an agent framework's model client (testbed.scenarios.tau2.scripted_user_server) and τ²'s
 own orchestrator (testbed.scenarios.tau2.scripted_user_tau2) alike. It has no phone: telecom is refused.
 """
@@ -171,11 +172,12 @@ class UserScript:
         return GO_AHEAD if _PERMISSION.search(said) else DONT_KNOW
 
 
-def conversation_so_far(transcript: Transcript) -> tuple[str, bool]:
-    """The agent's last spoken words and whether the user has spoken yet, from the episode's transcript."""
-    spoken = [m for m in transcript.dialogue() if m.content]
-    heard = next((m.content for m in reversed(spoken) if m.role == "assistant"), "")
-    return heard, any(m.role == "user" for m in spoken)
+def conversation_so_far(transcript: Transcript, speaker: str) -> tuple[str, bool]:
+    """The agent's last spoken words, and whether the scripted user (`speaker`) has spoken yet: the user turns of a
+    task's message history are not its own, so after them it still states its request."""
+    said = [m for m in transcript.dialogue() if m.content]
+    heard = next((m.content for m in reversed(said) if m.role == "assistant"), "")
+    return heard, any(m.role == "user" and m.speaker == speaker for m in said)
 
 
 @dataclass
@@ -203,6 +205,6 @@ class ScriptedGoalUser:
 
     async def respond(self, transcript: Transcript) -> Message:
         """The customer's next turn, from the script."""
-        heard, spoken = conversation_so_far(transcript)
+        heard, spoken = conversation_so_far(transcript, self.agent.spec.name)
         return Message("user", self.script.reply(heard, spoken), self.agent.spec.name, transcript.next_turn,
                        {"mode": self.mode, "scripted": True}, Usage(), "stop")

@@ -5,7 +5,7 @@ client for the user from an OpenAI-compatible endpoint, so the backend also serv
 completions endpoint on 127.0.0.1, started with the run and stopped with it, one route per episode
 (`/episodes/<token>/v1`) so each request reaches its own task's script. The framework's client sends the user's
 view as every framework builds it, role-flipped (the user's own turns as `assistant`, the agent's as `user`); the
-reply is the script's answer to the last message. τ²'s own orchestrator gets the script as its user
+reply is the script's answer to the agent's last words. τ²'s own orchestrator gets the script as its user
 (testbed.scenarios.tau2.scripted_user_tau2) and sends nothing here. These requests do not pass the wire recorder:
 there is no model to record.
 """
@@ -34,22 +34,35 @@ def _text(content: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def heard_and_spoken(messages: list[dict[str, Any]]) -> tuple[str, bool]:
-    """From a framework's role-flipped user view: the agent's last words (the last message's text) and whether the
-    user has spoken (a message of its own, role `assistant`, with text)."""
+def agents_last_words(messages: list[dict[str, Any]]) -> str:
+    """From a framework's role-flipped user view: the agent's last words (the last message with text, when it is the
+    agent's, role `user`)."""
     said = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant") and _text(m.get("content"))]
-    heard = _text(said[-1].get("content")) if said and said[-1].get("role") == "user" else ""
-    return heard, any(m.get("role") == "assistant" for m in said)
+    return _text(said[-1].get("content")) if said and said[-1].get("role") == "user" else ""
+
+
+class EpisodeUser:
+    """One episode's scripted user behind the endpoint: its script, and whether it has answered yet (the user turns of
+    a task's message history, which a framework sends too, are not its own)."""
+
+    def __init__(self, script: UserScript):
+        self.script, self.spoken = script, False
+
+    def reply(self, messages: list[dict[str, Any]]) -> str:
+        """The script's answer to the request's messages."""
+        text = self.script.reply(agents_last_words(messages), self.spoken)
+        self.spoken = True
+        return text
 
 
 class EpisodeRoute:
     """One episode's way to the scripted user: the endpoint a framework's client is given (`base_url`), holding the
-    episode's script alive while the episode lasts."""
+    episode's user alive while the episode lasts."""
 
     def __init__(self, backend: "ScriptedUserBackend", script: UserScript, token: str):
         self.name, self.model, self.capabilities = backend.name, backend.model, backend.capabilities
         self.api_key_env = None
-        self.script = script
+        self.user = EpisodeUser(script)
         self.base_url = f"{backend.base_url}/episodes/{token}/v1"
 
     async def start(self) -> None:
@@ -70,7 +83,7 @@ class ScriptedUserBackend:
         self.name, self.model = name, model
         self.capabilities = Capabilities()
         self.base_url = ""
-        self._scripts: weakref.WeakValueDictionary[str, UserScript] = weakref.WeakValueDictionary()
+        self._users: weakref.WeakValueDictionary[str, EpisodeUser] = weakref.WeakValueDictionary()
         self._serial = itertools.count()
         self._runner: web.AppRunner | None = None
 
@@ -78,7 +91,7 @@ class ScriptedUserBackend:
         """The route of one episode whose user follows `script` (forgotten once the episode's route is gone)."""
         token = f"{next(self._serial)}-{secrets.token_hex(4)}"
         route = EpisodeRoute(self, script, token)
-        self._scripts[token] = route.script
+        self._users[token] = route.user
         return route
 
     async def start(self) -> None:
@@ -110,15 +123,15 @@ class ScriptedUserBackend:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
     async def _chat(self, request: web.Request) -> web.Response:
-        script = self._scripts.get(request.match_info["token"])
-        if script is None:
+        user = self._users.get(request.match_info["token"])
+        if user is None:
             return web.json_response({"error": {"message": "no episode of the scripted τ² user has this route"}}, status=404)
         try:
             body = await request.json()
         except ValueError:
             return web.json_response({"error": {"message": "the request body is not JSON"}}, status=400)
         messages = body.get("messages") if isinstance(body, dict) else None
-        reply = script.reply(*heard_and_spoken(messages if isinstance(messages, list) else []))
+        reply = user.reply(messages if isinstance(messages, list) else [])
         return web.json_response({
             "id": f"scripted-{next(self._serial)}", "object": "chat.completion", "created": 0, "model": self.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],

@@ -19,11 +19,13 @@ from tau2.user.user_simulator import UserSimulator  # noqa: E402
 
 
 class ScriptedTau2User(UserSimulator):
-    """τ²'s user simulator answering from a UserScript; `prompt` is kept as its system prompt (unused by the script)."""
+    """τ²'s user simulator answering from a UserScript, one per episode (`spoken`: whether it has answered yet, the user
+    turns of the task's history not being its own); `prompt` is kept as its system prompt (unused by the script)."""
 
     def __init__(self, script: UserScript, prompt: str):
         super().__init__(tools=None, instructions=None, llm=None, llm_args=None)
         self.script, self.prompt = script, prompt
+        self.spoken = False
 
     @property
     def system_prompt(self) -> str:
@@ -39,9 +41,9 @@ class ScriptedTau2User(UserSimulator):
             state.messages.extend(message.tool_messages)
         else:
             state.messages.append(message)
-        spoken = any(isinstance(m, UserMessage) and m.content for m in state.messages)
         heard = next((m.content for m in reversed(state.messages)
                       if isinstance(m, AssistantMessage) and not m.is_tool_call() and m.content), "")
-        reply = UserMessage(role="user", content=self.script.reply(heard or "", spoken))
+        reply = UserMessage(role="user", content=self.script.reply(heard or "", self.spoken))
+        self.spoken = True
         state.messages.append(reply)
         return reply, state

@@ -14,7 +14,7 @@ from tau2_script_server import ScriptServer, call, say
 
 from testbed.runner import run_scenario
 from testbed.scenarios.tau2.scripted_user import DONT_KNOW, GO_AHEAD, STOP, TRANSFER, UserScript, first_person
-from testbed.scenarios.tau2.scripted_user_server import heard_and_spoken
+from testbed.scenarios.tau2.scripted_user_server import agents_last_words
 from testbed.specs.errors import SpecError
 
 FRAMEWORKS = ("native", "autogen", "langgraph", "camel", "tau2")
@@ -74,9 +74,10 @@ def test_second_person_becomes_the_customers_first_person():
 
 def test_a_frameworks_flipped_view_gives_the_agents_last_words():
     view = [{"role": "system", "content": "prompt"}, {"role": "user", "content": "Hi! How can I help you today?"}]
-    assert heard_and_spoken(view) == ("Hi! How can I help you today?", False)
+    assert agents_last_words(view) == "Hi! How can I help you today?"
     view += [{"role": "assistant", "content": "My lamp."}, {"role": "user", "content": [{"type": "text", "text": "Name?"}]}]
-    assert heard_and_spoken(view) == ("Name?", True)
+    assert agents_last_words(view) == "Name?"
+    assert agents_last_words(view + [{"role": "assistant", "content": "Ada."}]) == ""
 
 
 async def run_against_scripted_user(tmp_path, store, framework: str, script: dict, **overrides):
@@ -108,6 +109,45 @@ async def test_every_loop_runs_the_scripted_user_to_tau2s_reward(tmp_path, store
     assert users[0].content.startswith(REQUEST) and users[0].speaker == "scripted-user"
     assert len(users) == 1, [m.content for m in users]
     assert len(server.requests["user"]) == 0
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_after_a_tasks_history_the_scripted_user_still_states_its_request(tmp_path, store, framework):
+    pytest.importorskip({"autogen": "autogen_agentchat", "langgraph": "langgraph", "camel": "camel"}.get(framework, "tau2"))
+    episode, messages, _ = await run_against_scripted_user(tmp_path, store, framework, [
+        call("update_task_status", {"task_id": "task_2", "status": "completed"}),
+        say("It has been done. Is there anything else I can help you with?")],
+        tasks={"ids": ["update_task_with_message_history"]})
+    own = [m.content for m in messages if m.role == "user" and m.speaker == "scripted-user"]
+    assert own[0].startswith("Continue the conversation about task management."), own
+    assert (episode.status, episode.termination, episode.task_score) == ("done", "user_stop", 1.0), (own, episode.error_reason)
+
+
+async def test_the_oracle_earns_its_reward_against_the_scripted_user_on_every_mock_task():
+    from testbed.frameworks.tool_episode import ToolEpisode, step_loop
+    from testbed.scenarios.tau2.domains import domain
+    from testbed.scenarios.tau2.episode import start_episode
+    from testbed.scenarios.tau2.evaluation import evaluate
+    from testbed.scenarios.tau2.oracle import OracleAssistant, expected_calls, oracle_episode
+    from testbed.scenarios.tau2.scripted_user import conversation_so_far
+    from testbed.transcript import Message
+
+    class Scripted:
+        def __init__(self, task):
+            self.script = UserScript.of(task)
+
+        async def respond(self, transcript):
+            return Message("user", self.script.reply(*conversation_so_far(transcript, "scripted")), "scripted",
+                           transcript.next_turn)
+
+    d = domain("mock")
+    for task_id, task in d.tasks.items():
+        info = " ".join(map(str, task.evaluation_criteria.communicate_info or []))
+        transcript, desk = start_episode(task, d.new_environment, "oracle", "oracle")
+        oracle = OracleAssistant(expected_calls(task), f"Done. {info} Is there anything else I can help you with?")
+        termination = await step_loop(ToolEpisode(transcript, oracle, Scripted(task), desk, max_steps=200, max_errors=10))
+        reward = getattr(evaluate(d, task, transcript.messages, termination), "reward", None)
+        assert termination == "user_stop" and reward == getattr((await oracle_episode("mock", task_id))[2], "reward", None), task_id
 
 
 async def test_a_scripted_user_that_is_never_told_done_runs_to_the_step_limit(tmp_path, store):
