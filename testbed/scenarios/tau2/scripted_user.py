@@ -13,9 +13,10 @@ scenario, turned into the first person:
 - a question that asks for permission (and for nothing else) gets "Yes, please go ahead."; one asking for something
   it knows (a known fact, a line of the task instructions, by keywords) gets those facts, one about what it does not
   know gets that ("I do not remember my email address"), anything else "I don't know.";
-- any other turn gets "Please go ahead."
+- any other turn gets "Please go ahead.";
+- after three fruitless turns in a row ("Please go ahead.", "I don't know."), it gives up with `###STOP###`.
 
-Its reply depends only on the agent's last words and whether it has spoken yet (the user turns of a task's message
+Its reply depends only on the agent's last words and its own earlier turns (the user turns of a task's message
 history are not its own), so the same script answers the native
 loop (ScriptedGoalUser), an agent framework's model client (testbed.scenarios.tau2.scripted_user_server) and τ²'s
 own orchestrator (testbed.scenarios.tau2.scripted_user_tau2) alike. It has no phone: telecom is refused.
@@ -24,6 +25,7 @@ own orchestrator (testbed.scenarios.tau2.scripted_user_tau2) alike. It has no ph
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,11 @@ STOP, TRANSFER = "###STOP###", "###TRANSFER###"
 DONT_KNOW = "I don't know."
 GO_AHEAD = "Yes, please go ahead."
 CARRY_ON = "Please go ahead."
+FRUITLESS = (CARRY_ON, DONT_KNOW)
+"""Replies that move nothing forward: the agent neither asked for something the customer knows nor reported done."""
+PATIENCE = 3
+"""Fruitless replies in a row after which the customer gives up (`###STOP###`), as a customer whose agent goes in
+circles would, instead of waiting out the step limit."""
 BACKEND = "tau2-scripted"
 """The backend name an agent spec gives to seat the scripted user (agents/tau2-scripted-user.yaml)."""
 SCRIPTED_USER_AGENT = "tau2-scripted-user"
@@ -146,8 +153,15 @@ class UserScript:
         return cls(" ".join(stated) or first_person(str(instructions)), tuple(facts),
                    tuple(Fact.of(s) for s in sentences(unknown)), tuple(rules))
 
-    def reply(self, heard: str, spoken: bool) -> str:
-        """The customer's answer to the agent's last words `heard`; `spoken` whether it has said anything yet."""
+    def reply(self, heard: str, said: Sequence[str] = ()) -> str:
+        """The customer's answer to the agent's last words `heard`, after its own earlier turns `said` (none yet: it
+        states its request); after PATIENCE fruitless turns in a row it gives up with `###STOP###`."""
+        answer = self._answer(heard, bool(said))
+        if answer in FRUITLESS and len(said) >= PATIENCE and all(s in FRUITLESS for s in said[-PATIENCE:]):
+            return STOP
+        return answer
+
+    def _answer(self, heard: str, spoken: bool) -> str:
         said = heard.lower()
         if not spoken or _HOW_CAN_I_HELP.search(said) and not _DONE.search(said):
             return self.request
@@ -172,12 +186,12 @@ class UserScript:
         return GO_AHEAD if _PERMISSION.search(said) else DONT_KNOW
 
 
-def conversation_so_far(transcript: Transcript, speaker: str) -> tuple[str, bool]:
-    """The agent's last spoken words, and whether the scripted user (`speaker`) has spoken yet: the user turns of a
+def conversation_so_far(transcript: Transcript, speaker: str) -> tuple[str, list[str]]:
+    """The agent's last spoken words, and what the scripted user (`speaker`) has said so far: the user turns of a
     task's message history are not its own, so after them it still states its request."""
     said = [m for m in transcript.dialogue() if m.content]
     heard = next((m.content for m in reversed(said) if m.role == "assistant"), "")
-    return heard, any(m.role == "user" and m.speaker == speaker for m in said)
+    return heard, [m.content for m in said if m.role == "user" and m.speaker == speaker]
 
 
 @dataclass
@@ -205,6 +219,6 @@ class ScriptedGoalUser:
 
     async def respond(self, transcript: Transcript) -> Message:
         """The customer's next turn, from the script."""
-        heard, spoken = conversation_so_far(transcript, self.agent.spec.name)
-        return Message("user", self.script.reply(heard, spoken), self.agent.spec.name, transcript.next_turn,
+        heard, said = conversation_so_far(transcript, self.agent.spec.name)
+        return Message("user", self.script.reply(heard, said), self.agent.spec.name, transcript.next_turn,
                        {"mode": self.mode, "scripted": True}, Usage(), "stop")

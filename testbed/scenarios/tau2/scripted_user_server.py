@@ -42,16 +42,16 @@ def agents_last_words(messages: list[dict[str, Any]]) -> str:
 
 
 class EpisodeUser:
-    """One episode's scripted user behind the endpoint: its script, and whether it has answered yet (the user turns of
-    a task's message history, which a framework sends too, are not its own)."""
+    """One episode's scripted user behind the endpoint: its script, and what it has said (the user turns of a task's
+    message history, which a framework sends too, are not its own)."""
 
     def __init__(self, script: UserScript):
-        self.script, self.spoken = script, False
+        self.script, self.said = script, []
 
     def reply(self, messages: list[dict[str, Any]]) -> str:
         """The script's answer to the request's messages."""
-        text = self.script.reply(agents_last_words(messages), self.spoken)
-        self.spoken = True
+        text = self.script.reply(agents_last_words(messages), self.said)
+        self.said.append(text)
         return text
 
 

@@ -19,13 +19,13 @@ from tau2.user.user_simulator import UserSimulator  # noqa: E402
 
 
 class ScriptedTau2User(UserSimulator):
-    """τ²'s user simulator answering from a UserScript, one per episode (`spoken`: whether it has answered yet, the user
-    turns of the task's history not being its own); `prompt` is kept as its system prompt (unused by the script)."""
+    """τ²'s user simulator answering from a UserScript, one per episode (`said`: its own turns so far, the user turns of
+    the task's history not being its own); `prompt` is kept as its system prompt (unused by the script)."""
 
     def __init__(self, script: UserScript, prompt: str):
         super().__init__(tools=None, instructions=None, llm=None, llm_args=None)
         self.script, self.prompt = script, prompt
-        self.spoken = False
+        self.said: list[str] = []
 
     @property
     def system_prompt(self) -> str:
@@ -43,7 +43,7 @@ class ScriptedTau2User(UserSimulator):
             state.messages.append(message)
         heard = next((m.content for m in reversed(state.messages)
                       if isinstance(m, AssistantMessage) and not m.is_tool_call() and m.content), "")
-        reply = UserMessage(role="user", content=self.script.reply(heard or "", self.spoken))
-        self.spoken = True
+        reply = UserMessage(role="user", content=self.script.reply(heard or "", self.said))
+        self.said.append(reply.content)
         state.messages.append(reply)
         return reply, state

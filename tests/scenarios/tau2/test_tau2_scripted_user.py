@@ -13,7 +13,8 @@ from helpers import write_yaml
 from tau2_script_server import ScriptServer, call, say
 
 from testbed.runner import run_scenario
-from testbed.scenarios.tau2.scripted_user import DONT_KNOW, GO_AHEAD, STOP, TRANSFER, UserScript, first_person
+from testbed.scenarios.tau2.scripted_user import (CARRY_ON, DONT_KNOW, GO_AHEAD, PATIENCE, STOP, TRANSFER, UserScript,
+                                                  first_person)
 from testbed.scenarios.tau2.scripted_user_server import agents_last_words
 from testbed.specs.errors import SpecError
 
@@ -42,29 +43,29 @@ def script():
 
 
 def test_the_first_turn_states_the_request_and_what_it_knows(script):
-    assert script.reply("Hi! How can I help you today?", spoken=False) == (
+    assert script.reply("Hi! How can I help you today?", said=()) == (
         "I want to return the blue lamp from order #A1. I am Ada Lovelace. My zip code is 12345.")
 
 
 def test_answers_come_from_what_the_task_says_it_knows(script):
-    assert script.reply("Could you give me your zip code?", spoken=True) == "My zip code is 12345."
-    assert script.reply("May I have your full name?", spoken=True) == "I am Ada Lovelace."
-    assert script.reply("What email address is on the account?", spoken=True) == "I do not remember my email address."
-    assert script.reply("Which refund method would you like, the card or the gift card?", spoken=True) == \
+    assert script.reply("Could you give me your zip code?", said=["Hi."]) == "My zip code is 12345."
+    assert script.reply("May I have your full name?", said=["Hi."]) == "I am Ada Lovelace."
+    assert script.reply("What email address is on the account?", said=["Hi."]) == "I do not remember my email address."
+    assert script.reply("Which refund method would you like, the card or the gift card?", said=["Hi."]) == \
         "I want the refund on my gift card."
-    assert script.reply("What is your favourite colour?", spoken=True) == DONT_KNOW
+    assert script.reply("What is your favourite colour?", said=["Hi."]) == DONT_KNOW
 
 
 def test_a_conditional_instruction_answers_the_agent_turn_it_names(script):
-    assert script.reply("I'm sorry, the return window for this order has closed.", spoken=True) == "the lamp arrived broken."
+    assert script.reply("I'm sorry, the return window for this order has closed.", said=["Hi."]) == "the lamp arrived broken."
 
 
 def test_confirmation_done_and_transfer(script):
-    assert script.reply("Shall I proceed with the return?", spoken=True) == GO_AHEAD
-    assert script.reply("The return has been processed. Is there anything else I can help you with?", spoken=True) == STOP
-    assert script.reply("The return is complete, it has been processed.", spoken=True) == STOP
-    assert script.reply("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", spoken=True) == TRANSFER
-    assert script.reply("How can I help you?", spoken=True) == script.request
+    assert script.reply("Shall I proceed with the return?", said=["Hi."]) == GO_AHEAD
+    assert script.reply("The return has been processed. Is there anything else I can help you with?", said=["Hi."]) == STOP
+    assert script.reply("The return is complete, it has been processed.", said=["Hi."]) == STOP
+    assert script.reply("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", said=["Hi."]) == TRANSFER
+    assert script.reply("How can I help you?", said=["Hi."]) == script.request
 
 
 def test_second_person_becomes_the_customers_first_person():
@@ -150,11 +151,18 @@ async def test_the_oracle_earns_its_reward_against_the_scripted_user_on_every_mo
         assert termination == "user_stop" and reward == getattr((await oracle_episode("mock", task_id))[2], "reward", None), task_id
 
 
-async def test_a_scripted_user_that_is_never_told_done_runs_to_the_step_limit(tmp_path, store):
-    episode, messages, _ = await run_against_scripted_user(tmp_path, store, "native", [say("What is your favourite colour?")],
-                                                           max_steps=6)
-    assert (episode.status, episode.termination) == ("done", "max_steps")
-    assert [m.content for m in messages if m.role == "user"][1:] == [DONT_KNOW, DONT_KNOW]
+async def test_a_scripted_user_whose_agent_goes_in_circles_gives_up(tmp_path, store):
+    episode, messages, _ = await run_against_scripted_user(tmp_path, store, "native", [say("What is your favourite colour?")])
+    assert (episode.status, episode.termination) == ("done", "user_stop")
+    assert [m.content for m in messages if m.role == "user"][1:] == [DONT_KNOW] * PATIENCE
+
+
+def test_patience_counts_fruitless_turns_in_a_row_only(script):
+    circling = "Let me see."
+    assert script.reply(circling, [script.request, CARRY_ON, CARRY_ON]) == CARRY_ON
+    assert script.reply(circling, [script.request, CARRY_ON, DONT_KNOW, CARRY_ON]) == STOP
+    assert script.reply(circling, [CARRY_ON, "My zip code is 12345.", CARRY_ON, CARRY_ON]) == CARRY_ON
+    assert script.reply("Could you give me your zip code?", [CARRY_ON] * 5) == "My zip code is 12345."
 
 
 def test_the_scripted_user_is_refused_where_it_cannot_play(tau2_spec):
