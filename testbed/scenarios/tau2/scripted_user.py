@@ -63,8 +63,9 @@ _PERSON = [(r"\byou are\b", "I am"), (r"\byou're\b", "I'm"), (r"\byou were\b", "
            (r"\byours\b", "mine"), (r"\byour\b", "my"),
            (r"\b(to|for|with|told|tell|asks|ask|gives|give|at|help|helps) you\b", r"\1 me"), (r"\byou\b", "I")]
 _DONE = re.compile(r"\b(anything else|something else|else i can|else can i|further assist|all set|successfully|"
-                   r"has been|have been|is now|are now|completed|i've|i have (?:created|updated|cancell?ed|booked|"
-                   r"changed|modified|processed|exchanged|returned|marked)|is done|have a (?:great|good|nice))\b")
+                   r"has been|have been|is now|are now|completed|done|i(?:'ve| have) (?:\w+ )?(?:created|updated|"
+                   r"cancell?ed|booked|changed|modified|processed|exchanged|returned|marked|sent|issued|added|removed)|"
+                   r"have a (?:great|good|nice))\b")
 _TRANSFER = re.compile(r"\btransferr?(?:ed|ing)?\b.*\b(human|agent|representative|specialist)\b|\bplease hold on\b")
 _PERMISSION = re.compile(r"\b(shall i|should i|do you want me to|would you like me to|may i proceed|can i proceed|"
                          r"proceed|go ahead|confirm|is that correct|is this correct|are you sure|do you agree|"

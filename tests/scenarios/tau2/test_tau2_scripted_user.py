@@ -64,6 +64,8 @@ def test_confirmation_done_and_transfer(script):
     assert script.reply("Shall I proceed with the return?", said=["Hi."]) == GO_AHEAD
     assert script.reply("The return has been processed. Is there anything else I can help you with?", said=["Hi."]) == STOP
     assert script.reply("The return is complete, it has been processed.", said=["Hi."]) == STOP
+    assert script.reply("Done.", said=["Hi."]) == STOP
+    assert script.reply("I've found your order.", said=["Hi."]) == CARRY_ON
     assert script.reply("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", said=["Hi."]) == TRANSFER
     assert script.reply("How can I help you?", said=["Hi."]) == script.request
 
