@@ -169,7 +169,8 @@ def _usage(event: BaseAgentEvent | BaseChatMessage, latency_s: float) -> Usage:
 
 
 class BoundedToolCalls(OpenAIChatCompletionClient):
-    """The model client, refusing a reply whose tool calls' arguments are out of bounds (testbed.tool_arguments).
+    """The model client, refusing a reply whose tool calls' arguments are out of bounds (testbed.tool_arguments), and
+    naming calls that came without an id.
 
     AgentChat parses a call's arguments itself before any tool sees them, and a parse that raises anything but a
     JSONDecodeError (a RecursionError on arguments nested a thousand deep) leaves its team waiting forever for
@@ -179,10 +180,14 @@ class BoundedToolCalls(OpenAIChatCompletionClient):
     refused: list[str]
 
     async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
-        """The completion, unless a tool call in it is out of bounds (then ToolArgumentsRefused, its reason kept)."""
+        """The completion, unless a tool call in it is out of bounds (then ToolArgumentsRefused, its reason kept); a call the
+        server sent without an id gets one (`call_<i>`, as the testbed's own backend names it), which AgentChat's tool
+        results require."""
         result = await super().create(*args, **kwargs)
         if isinstance(result.content, list):
-            for call in result.content:
+            for i, call in enumerate(result.content):
+                if not call.id:
+                    call.id = f"call_{i}"
                 if (problem := arguments_problem(call.arguments)) is not None:
                     reason = f"the model called {call.name[:100]} with arguments that {problem}"
                     self.refused.append(reason)

@@ -107,6 +107,23 @@ def remember(agent: ChatAgent, role: str, messages: list[Message]) -> None:
             agent.update_memory(result, OpenAIBackendRole.FUNCTION)
 
 
+def naming_calls(model):
+    """The CAMEL model with an id on every tool call of its replies, `call_<i>` where the server sent none (as the
+    testbed's own backend names them): CAMEL's ToolCallRequest refuses a call without one, which ended the episode."""
+    run = model.arun
+
+    async def arun(*args: Any, **kwargs: Any):
+        completion = await run(*args, **kwargs)
+        for choice in getattr(completion, "choices", None) or ():
+            for i, call in enumerate(choice.message.tool_calls or ()):
+                if not call.id:
+                    call.id = f"call_{i}"
+        return completion
+
+    model.arun = arun
+    return model
+
+
 class ToolAgent:
     """One side of the task (`assistant` or `user`) as a CAMEL ChatAgent with its domain tools; `answer` runs one
     CAMEL step and records what happened in it (see the module docstring)."""
@@ -117,7 +134,7 @@ class ToolAgent:
         tools = [FunctionTool(self._tool(s["function"]["name"]), openai_tool_schema=s) for s in schemas]
         role_type = RoleType.ASSISTANT if role == "assistant" else RoleType.USER
         self.agent = ChatAgent(system_message=BaseMessage(side.name, role_type, None, side.system_prompt),
-                               model=camel_model(side, clients), tools=tools, token_limit=UNKNOWN_MODEL_WINDOW,
+                               model=naming_calls(camel_model(side, clients)), tools=tools, token_limit=UNKNOWN_MODEL_WINDOW,
                                summarize_threshold=None, retry_attempts=1, on_request_usage=self._request_done)
         self.log = StepLog(time.perf_counter())
 

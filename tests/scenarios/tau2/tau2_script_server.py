@@ -3,7 +3,8 @@
 The conformance suite runs one script through the native loop and every framework; each framework asks
 its model its own way, so the server tells the sides apart by the request's `model` (the assistant's agent
 spec names `assistant`, the user's `user`) and answers each side's requests with that side's next reply,
-the last one for ever once the script runs out. A reply can hold text and tool calls together, and calls
+the last one for ever once the script runs out; a request that offers no tools gets the reply's text alone (a
+model cannot call tools it was not given). A reply can hold text and tool calls together, and calls
 without ids, which the mock server of the benchmarks cannot send.
 """
 
@@ -81,6 +82,8 @@ class ScriptServer:
         self.requests[side].append(body)
         serial = sum(len(r) for r in self.requests.values())
         reply = self.next_reply(side)
+        if not body.get("tools"):
+            reply = Reply(reply.text or "I have no tools here.")
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.calls:
             message["tool_calls"] = [c.as_openai(f"call_{serial}_{i}") for i, c in enumerate(reply.calls)]
