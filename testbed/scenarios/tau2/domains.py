@@ -2,7 +2,8 @@
 
 `domain(name)` loads a domain once per process: its tasks and splits, policy, tool schemas (the
 assistant's and, in telecom, the user's) and an environment constructor that gives every episode a
-fresh environment without parsing the database again (`testbed.scenarios.tau2.cow_db`). That
+fresh environment without parsing the database again (`testbed.scenarios.tau2.cow_db`; read-only tools
+read its records without copying them). That
 constructor is also registered in τ²'s own registry under `testbed-<domain>`, so τ²'s evaluator
 builds its environments the same cheap way.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.scenarios.tau2.cow_db import fresh_copy
+from testbed.scenarios.tau2.cow_db import fresh_copy, lend_to_reads
 from testbed.specs.tau2 import TAU2_DOMAINS as DOMAINS
 COPIED_ON_ACCESS = ("airline", "retail", "mock")
 """Domains whose database is a set of dicts, copied record by record (telecom builds its small state in 10 ms)."""
@@ -92,7 +93,9 @@ def _environment_constructor(name: str, registry: Any) -> Callable[..., Any]:
     pristine = base().tools.db
 
     def new_environment(solo_mode: bool = False) -> Any:
-        return base(db=fresh_copy(pristine), solo_mode=solo_mode)
+        environment = base(db=fresh_copy(pristine), solo_mode=solo_mode)
+        lend_to_reads(environment.tools)
+        return environment
 
     return new_environment
 

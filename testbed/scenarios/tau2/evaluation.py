@@ -7,6 +7,7 @@ from typing import Any
 
 from testbed.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import Tau2Domain
+from testbed.scenarios.tau2.simulation_reward import simulation_reward
 from testbed.scenarios.tau2.trajectory import to_tau2
 from testbed.store import EpisodeReward
 from testbed.transcript import Message
@@ -36,20 +37,20 @@ def needs_a_judge(task: Any) -> bool:
 
 
 def evaluate(domain: Tau2Domain, task: Any, messages: list[Message], termination: TerminationReason) -> EpisodeReward | None:
-    """τ²'s reward for the episode (`evaluate_simulation` on every criterion but natural-language assertions); an
+    """τ²'s reward for the episode (`evaluate_simulation` on every criterion but natural-language assertions, its
+    environment check made cheap: testbed.scenarios.tau2.simulation_reward gives the same RewardInfo); an
     episode that did not end on a stop signal scores 0, as τ² scores it. None for a task whose reward rests on
     natural-language assertions (unscored, never a guessed reward); EvaluationFailed when the evaluator raises."""
     if needs_a_judge(task):
         return None
     from tau2.data_model.simulation import SimulationRun
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
     from tau2.utils.utils import get_now
 
     now = get_now()
     run = SimulationRun(id=str(uuid.uuid4()), task_id=task.id, start_time=now, end_time=now, duration=0.0,
                         termination_reason=TAU2_TERMINATION[termination], messages=to_tau2(messages))
     try:
-        info = evaluate_simulation(run, task, EvaluationType.ALL, solo_mode=False, domain=domain.evaluation_name)
+        info = simulation_reward(domain.evaluation_name, task, run)
     except Exception as exc:  # the evaluator replays the episode on fresh environments; any failure there is its reason
         raise EvaluationFailed(f"τ²'s evaluator failed on task {task.id}: {type(exc).__name__}: {str(exc)[:300]}") from exc
     breakdown = {getattr(k, "value", str(k)): float(v) for k, v in (info.reward_breakdown or {}).items()}

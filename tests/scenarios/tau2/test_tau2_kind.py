@@ -147,12 +147,12 @@ def test_a_task_scored_by_natural_language_assertions_is_unscored_rather_than_gu
 
 
 async def test_an_evaluator_failure_is_the_episode_error_with_its_turns_kept(tau2_spec, store, monkeypatch):
-    import tau2.evaluator.evaluator as tau2_evaluator
+    from tau2.evaluator.evaluator_action import ActionEvaluator
 
     def broken(*args, **kwargs):
         raise KeyError("no such reservation")
 
-    monkeypatch.setattr(tau2_evaluator, "evaluate_simulation", broken)
+    monkeypatch.setattr(ActionEvaluator, "calculate_reward", broken)
     backends = {"assistant": ScriptedBackend(lambda r: text("Done.")), "user": ScriptedBackend(lambda r: text("Hi. ###STOP###"))}
     summary = await run_scenario(tau2_spec(), store, backends=backends, show_progress=False)
     (episode,) = store.episodes(summary.run_id)

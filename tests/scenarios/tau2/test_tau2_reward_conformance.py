@@ -92,12 +92,12 @@ async def test_a_user_stop_on_the_last_allowed_step_ends_as_max_steps(tau2_spec,
 
 
 async def test_an_evaluator_that_raises_keeps_the_episodes_true_termination(tau2_spec, store, monkeypatch):
-    import tau2.evaluator.evaluator as tau2_evaluator
+    from tau2.evaluator.evaluator_action import ActionEvaluator
 
     def broken(*args, **kwargs):
         raise KeyError("no such reservation")
 
-    monkeypatch.setattr(tau2_evaluator, "evaluate_simulation", broken)
+    monkeypatch.setattr(ActionEvaluator, "calculate_reward", broken)
     backends = {"assistant": in_turn(text("Done.")), "user": in_turn(text("Hi. ###STOP###"))}
     summary = await run_scenario(tau2_spec(), store, backends=backends, show_progress=False)
     (episode,) = store.episodes(summary.run_id)
