@@ -17,16 +17,16 @@ scenario, turned into the first person:
 - after three fruitless turns in a row ("Please go ahead.", "I don't know."), it gives up with `###STOP###`.
 
 Its reply depends only on the agent's last words and its own earlier turns (the user turns of a task's message
-history are not its own), so the same script answers the native
-loop (ScriptedGoalUser), an agent framework's model client (testbed.scenarios.tau2.scripted_user_server) and τ²'s
-own orchestrator (testbed.scenarios.tau2.scripted_user_tau2) alike. It has no phone: telecom is refused.
+history are not its own), so the same script answers the native loop (ScriptedGoalUser), an agent framework's model
+client (testbed.scenarios.tau2.scripted_user_server) and τ²'s own orchestrator (testbed.scenarios.tau2.scripted_user_tau2)
+alike. It has no phone: telecom is refused.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.backends.base import Backend
@@ -35,9 +35,13 @@ from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript, Usage
 
 STOP, TRANSFER = "###STOP###", "###TRANSFER###"
+"""τ²'s user signals: the conversation is over (done, or given up), or the customer was transferred to a human."""
 DONT_KNOW = "I don't know."
+"""The answer to a question the task gives the customer nothing for."""
 GO_AHEAD = "Yes, please go ahead."
+"""The answer to a request for permission or confirmation."""
 CARRY_ON = "Please go ahead."
+"""The answer to a turn that neither asks nor reports the work done."""
 FRUITLESS = (CARRY_ON, DONT_KNOW)
 """Replies that move nothing forward: the agent neither asked for something the customer knows nor reported done."""
 PATIENCE = 3
@@ -163,28 +167,29 @@ class UserScript:
         return answer
 
     def _answer(self, heard: str, spoken: bool) -> str:
-        said = heard.lower()
-        if not spoken or _HOW_CAN_I_HELP.search(said) and not _DONE.search(said):
+        """The answer before patience is counted (the rules in the module's docstring, in that order)."""
+        text = heard.lower()
+        if not spoken or _HOW_CAN_I_HELP.search(text) and not _DONE.search(text):
             return self.request
-        if _TRANSFER.search(said):
+        if _TRANSFER.search(text):
             return TRANSFER
         words = keywords(heard)
         rule = max(self.rules, key=lambda r: len(r.words & words), default=None)
         if rule is not None and len(rule.words & words) >= max(2, (len(rule.words) + 1) // 2):
             return rule.reply
         asking = "?" in heard
-        if _DONE.search(said) and (not asking or re.search(r"anything else|something else|else i can|else can i|"
-                                                            r"further assist", said)):
+        if _DONE.search(text) and (not asking or re.search(r"anything else|something else|else i can|else can i|"
+                                                            r"further assist", text)):
             return STOP
         if not asking:
             return CARRY_ON
-        if _PERMISSION.search(said) and not _ASKS_FOR.search(said):
+        if _PERMISSION.search(text) and not _ASKS_FOR.search(text):
             return GO_AHEAD
         known = [f.text for f in self.facts if f.words & words]
         missing = [f.text for f in self.unknown if f.words & words]
         if known or missing:
             return " ".join(dict.fromkeys(known + missing))
-        return GO_AHEAD if _PERMISSION.search(said) else DONT_KNOW
+        return GO_AHEAD if _PERMISSION.search(text) else DONT_KNOW
 
 
 def conversation_so_far(transcript: Transcript, speaker: str) -> tuple[str, list[str]]:
@@ -214,8 +219,6 @@ class ScriptedGoalUser:
 
     def derive(self, **changes) -> "ScriptedGoalUser":
         """The same user with some fields changed (the wire recorder's route, which it does not take)."""
-        from dataclasses import replace
-
         return replace(self, **changes)
 
     async def respond(self, transcript: Transcript) -> Message:
