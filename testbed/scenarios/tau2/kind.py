@@ -211,7 +211,8 @@ class Tau2Runner:
         ctx, spec = self.context, self.context.scenario.spec
         d = domain(spec.domain)
         assistant, user = self._participants(d, task, v)
-        transcript, desk = start_episode(task, d.new_environment, assistant_prompt(d.policy), ctx.scenario.assistant.spec.name)
+        transcript, desk = start_episode(task, d.new_environment, assistant_prompt(d.policy), ctx.scenario.assistant.spec.name,
+                                         v.key.episode_id)
         tap = ctx.wire.open_tap(retry=owns_client(ctx.framework)) if ctx.wire is not None else None
         if tap is not None:
             assistant, user = routed(assistant, tap, "assistant"), routed(user, tap, "user")
