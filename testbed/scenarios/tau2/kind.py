@@ -122,7 +122,8 @@ def check_servers(scenario: ResolvedScenario) -> None:
         problem = _tool_calling_problem(agent)
         if problem:
             raise SpecError(agent.path, "server.tool_call_parser", problem,
-                            "add `server: {tool_call_parser: hermes}` (a parser that fits the model's chat template)")
+                            "add `server: {tool_call_parser: tolerant}` (the packaged parser: hermes tags, else JSON calls "
+                            "as small models write them) or a parser that fits the model's chat template")
 
 
 @dataclass(frozen=True, slots=True)
