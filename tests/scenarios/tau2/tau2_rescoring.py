@@ -15,6 +15,8 @@ from typing import Any
 
 from tau2_script_server import Reply
 
+from testbed.frameworks.tool_desk import ENVIRONMENT
+
 TAU2_TERMINATION = {"transfer": "user_stop"}
 """The testbed's terminations that τ² names otherwise (its user stop covers `###TRANSFER###`); the rest share names."""
 AGENT_STOP = "###STOP###"
@@ -44,20 +46,35 @@ def scored(run: Any, task: Any, domain_name: str) -> Verdict:
 
 
 def tau2_messages(rows: list[Any]) -> list[Any]:
-    """The stored rows (testbed messages) as τ²'s messages: system prompts left out, everything else as stored."""
+    """The stored rows (testbed messages) as τ²'s messages, system prompts left out.
+
+    A call that a framework answered in its own words (an unknown tool, arguments it would not parse: the result's
+    speaker is not the environment) never reached the episode's environment, so it is left out with its answer: τ²'s
+    evaluator replays every call of a trajectory and expects its stored result back, and τ²'s own loop would have
+    answered such a call with an error that changes nothing. A message left without calls keeps its text.
+    """
     import json
 
     from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
 
     kinds = {"assistant": AssistantMessage, "user": UserMessage}
     out = []
-    for m in rows:
+    for i, m in enumerate(rows):
         if m.role == "tool":
-            out.append(ToolMessage(id=m.tool_result.call_id, role="tool", content=m.content, requestor=m.tool_result.requestor,
-                                   error=m.tool_result.error))
+            if m.speaker == ENVIRONMENT:
+                out.append(ToolMessage(id=m.tool_result.call_id, role="tool", content=m.content,
+                                       requestor=m.tool_result.requestor, error=m.tool_result.error))
         elif m.role in kinds:
-            calls = [ToolCall(id=c.id, name=c.name, arguments=json.loads(c.arguments), requestor=m.role) for c in m.tool_calls]
-            out.append(kinds[m.role](role=m.role, content=m.content or None, tool_calls=calls or None))
+            batch = []
+            for r in rows[i + 1:]:
+                if r.role != "tool":
+                    break
+                batch.append(r)
+            foreign = {r.tool_result.call_id for r in batch if r.speaker != ENVIRONMENT}
+            calls = [ToolCall(id=c.id, name=c.name, arguments=json.loads(c.arguments), requestor=m.role)
+                     for c in m.tool_calls if c.id not in foreign]
+            if calls or m.content or not m.tool_calls:
+                out.append(kinds[m.role](role=m.role, content=m.content or None, tool_calls=calls or None))
     return out
 
 

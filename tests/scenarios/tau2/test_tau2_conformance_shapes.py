@@ -91,6 +91,10 @@ SHAPES = {
         say("Please turn your mobile data on."), say("Good, anything else?")],
         [say("My mobile data does not work."), call("toggle_data"), say("It works now."), say("###STOP###")],
         domain="telecom"),
+    "telecom_user_text_beside_its_call": Shape("[mobile_data_issue]data_mode_off[PERSONA:None]", [
+        say("Please turn your mobile data on."), say("Good, anything else?")],
+        [say("My mobile data does not work."), call("toggle_data", text="Turning it on now."), say("Fixed. ###STOP###")],
+        domain="telecom"),
     "assistant_stop_on_the_last_step": Shape("create_task_1", [
         say("Could you say more?"), say("Done. ###STOP###")], [say("Hi."), say("More.")], max_steps=4),
     "user_stop_on_the_last_step": Shape("create_task_1", [say("Could you say more?")],
@@ -99,6 +103,13 @@ SHAPES = {
                                        [say("Create my meeting task."), say("Bye. ###STOP###")]),
     "max_errors": Shape("create_task_1", [call("create_task", {"wrong": 1})], [say("Please create my meeting task.")],
                         max_errors=2),
+    "max_errors_in_one_batch": Shape("create_task_1", [Reply(None, tuple(Call("create_task", {"wrong": i}) for i in range(3)))],
+                                     [say("Please create my meeting task.")], max_errors=2),
+    "both_limits_at_once": Shape("create_task_1", [call("create_task", {"wrong": 1})], [say("Please create my meeting task.")],
+                                 max_steps=3, max_errors=1),
+    "an_unknown_tool_then_user_stop": Shape("create_task_1", [
+        call("delete_everything"), call("create_task", MEETING), say("Your task is created.")],
+        [say("Please create my meeting task."), say("Thanks. ###STOP###")]),
     "max_steps_in_a_tool_loop": Shape("create_task_1", [call("get_users")], [say("Please create my meeting task.")],
                                       max_steps=7),
 }
