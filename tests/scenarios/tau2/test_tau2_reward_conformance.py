@@ -7,10 +7,9 @@ evaluation, a stop on the last allowed step, and an evaluator that raises.
 
 from __future__ import annotations
 
-import json
-import uuid
 
 import pytest
+from tau2_rescoring import rescored as verdict_on_rows
 
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
@@ -36,24 +35,8 @@ def in_turn(*replies: Completion) -> ScriptedBackend:
 
 def rescored(store, run_id: str, episode, task_id: str = TASK) -> float:
     """τ²'s reward for the stored episode, rebuilt row by row with τ²'s message classes (not through the testbed's
-    scoring code) and scored by τ²'s own evaluator."""
-    from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
-    from tau2.data_model.simulation import SimulationRun
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-
-    kinds = {"assistant": AssistantMessage, "user": UserMessage}
-    rows = []
-    for m in store.messages(run_id, episode.key.episode_id):
-        if m.role == "tool":
-            rows.append(ToolMessage(id=m.tool_result.call_id, role="tool", content=m.content,
-                                    requestor=m.tool_result.requestor, error=m.tool_result.error))
-        elif m.role in kinds:
-            calls = [ToolCall(id=c.id, name=c.name, arguments=json.loads(c.arguments), requestor=m.role) for c in m.tool_calls]
-            rows.append(kinds[m.role](role=m.role, content=m.content or None, tool_calls=calls or None))
-    run = SimulationRun(id=str(uuid.uuid4()), task_id=task_id, start_time="0", end_time="0", duration=0.0,
-                        termination_reason=episode.termination, messages=rows)
-    return float(evaluate_simulation(run, domain("mock").tasks[task_id], EvaluationType.ALL, solo_mode=False,
-                                     domain="mock").reward)
+    scoring code) and scored by τ²'s own evaluator (tau2_rescoring, which the conformance suite shares)."""
+    return verdict_on_rows(store, run_id, episode, domain("mock").tasks[task_id], "mock").reward
 
 
 async def test_text_beside_a_tool_call_reaches_the_evaluator(tau2_spec, store):
