@@ -19,7 +19,7 @@ Figures, per round (from the run's `timing` hook, entered just around the episod
 - **CPU ms per turn / per episode**: the client process's CPU time (`time.process_time()`, every
   thread: the event loop, tool execution, τ²'s evaluator in its worker thread, SQLite) over them.
 - **evaluation**: CPU and wall ms per call of `testbed.scenarios.tau2.evaluation.evaluate`. The kind
-  calls it by the name it imported, so for the benchmark's run the kind module's `evaluate` is bound to
+  and its scoring pool call it by the name they imported, so for the benchmark's run their `evaluate` is bound to
   a wrapper that times the library's function in its thread (`time.thread_time()`); nothing in the
   library is edited, and the binding is restored afterwards.
 - **peak RSS**: `getrusage(RUSAGE_SELF).ru_maxrss` after loading the domain, after the runs and after
@@ -63,6 +63,7 @@ import yaml
 from frameworks import machine, measured, mock_server, pin_client
 
 import testbed.scenarios.tau2.kind as tau2_kind
+import testbed.scenarios.tau2.scoring as tau2_scoring
 from testbed.runner import run_scenario
 from testbed.scenarios.tau2.domains import Tau2Domain, domain
 from testbed.scenarios.tau2.evaluation import evaluate
@@ -118,7 +119,8 @@ EVALUATING = threading.local()
 
 
 class EvaluationClock:
-    """The kind's `evaluate` bound to a wrapper that times each call in its own thread, while entered."""
+    """`evaluate` as the kind and its scoring pool (testbed.scenarios.tau2.scoring) call it, bound to a wrapper that
+    times each call in its own thread, while entered."""
 
     def __init__(self) -> None:
         self.cpu_s: list[float] = []
@@ -137,11 +139,11 @@ class EvaluationClock:
                 self.wall_s.append(time.perf_counter() - t0)
 
     def __enter__(self) -> "EvaluationClock":
-        tau2_kind.evaluate = self
+        tau2_kind.evaluate = tau2_scoring.evaluate = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        tau2_kind.evaluate = evaluate
+        tau2_kind.evaluate = tau2_scoring.evaluate = evaluate
 
 
 async def one_run(scenario: ResolvedScenario, store: Store, run_id: str, server_pid: int, framework: str = "native",

@@ -23,6 +23,11 @@ GOLD_STATES_KEPT = 4096
 actions copied)."""
 
 
+KEPT_FOR = "testbed-"
+"""The prefix of the environment constructors whose expected states are kept: the testbed's (testbed.scenarios.tau2.domains),
+whose databases share the parsed records or are small (telecom)."""
+
+
 @dataclass(frozen=True)
 class GoldState:
     """The databases after a task's expected actions, for comparison only (never changed after they are built)."""
@@ -59,7 +64,10 @@ def _build_gold(new_environment: Any, task: Any) -> GoldState:
 
 def gold_state(evaluation_name: str, new_environment: Any, task: Any) -> GoldState:
     """The task's expected state, built at its first evaluation in this process and kept (a task of the same id but other
-    content, as tests build, gets its own)."""
+    content, as tests build, gets its own). Kept only for the testbed's own constructors (KEPT_FOR); any other one,
+    τ²'s own included, parses a whole database per environment, which is built afresh every time as τ² does."""
+    if not evaluation_name.startswith(KEPT_FOR):
+        return _build_gold(new_environment, task)
     key = (evaluation_name, task.id)
     with _gold_lock:
         kept = _gold.get(key)

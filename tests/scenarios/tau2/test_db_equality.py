@@ -158,3 +158,11 @@ def test_the_expected_state_is_built_once_per_task_and_again_for_other_content()
     rebuilt = gold_state(d.evaluation_name, d.new_environment, other)
     assert rebuilt is not first
     assert gold_state(d.evaluation_name, d.new_environment, task) is not rebuilt
+
+
+def test_an_expected_state_built_by_tau2s_own_constructor_is_not_kept():
+    from tau2.registry import registry
+
+    task = domain("mock").tasks[oracle_tasks("mock")[0]]
+    own = registry.get_env_constructor("mock")
+    assert gold_state("mock", own, task) is not gold_state("mock", own, task), "a whole parsed database per task"
