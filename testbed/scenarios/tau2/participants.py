@@ -124,6 +124,6 @@ class GoalUser:
                                   seed=s.seed_for(transcript), continue_final_message=framed.continue_final,
                                   tools=framed.tools, extra=framed.extra)
         completion = await self.backend.generate(request)
-        return Message("user", customer_words(self.mode, completion.text), self.agent.spec.name, transcript.next_turn,
-                       {**request.sampling(), "mode": self.mode}, completion.usage, completion.finish_reason,
-                       tool_calls=completion.tool_calls)
+        words = customer_words(self.mode, completion.text, framed.opener)
+        return Message("user", words, self.agent.spec.name, transcript.next_turn, {**request.sampling(), "mode": self.mode},
+                       completion.usage, completion.finish_reason, tool_calls=completion.tool_calls)

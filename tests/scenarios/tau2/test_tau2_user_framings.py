@@ -12,7 +12,7 @@ from testbed.runner import preflight, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls
 from testbed.scenarios.tau2.prompts import user_prompt
-from testbed.scenarios.tau2.user_framings import ONESHOT_EXAMPLE, TRANSCRIPT_REQUEST, customer_words
+from testbed.scenarios.tau2.user_framings import ONESHOT_EXAMPLE, OPENER, TRANSCRIPT_REQUEST, customer_words
 from testbed.specs.errors import SpecError
 from testbed.transcript import Usage
 
@@ -55,15 +55,16 @@ async def run(tau2_spec, store, mode, user_outputs, *, can_continue=True):
 
 async def test_a_transcript_user_continues_the_customer_line_and_only_its_words_reach_the_agent(tau2_spec, store):
     episode, messages, a_requests, u_requests = await run(tau2_spec, store, "transcript", [
-        text(" Please create a task called 'Important Meeting' for user_1.\nAgent: Sure, one moment."),
+        text(" please create a task called 'Important Meeting' for user_1.\nAgent: Sure, one moment."),
         text(" Thanks, that's all. ###STOP###\nAgent: Goodbye!")])
     first, second = u_requests
     assert first.messages == [
         {"role": "system", "content": the_prompt()},
         {"role": "user", "content": TRANSCRIPT_REQUEST.format(transcript=f"Agent: {GREETING}")},
-        {"role": "assistant", "content": "Customer:"}]
+        {"role": "assistant", "content": f"Customer: {OPENER}"}], "the customer's first line is opened for it"
     assert first.continue_final_message and first.tools is None and first.extra == STOP_AT_AGENT
-    said = "Please create a task called 'Important Meeting' for user_1."
+    assert second.messages[-1] == {"role": "assistant", "content": "Customer:"}
+    said = "Hi, please create a task called 'Important Meeting' for user_1."
     assert second.messages[1]["content"] == TRANSCRIPT_REQUEST.format(transcript=(
         f"Agent: {GREETING}\n\nCustomer: {said}\n\nAgent: I created the task 'Important Meeting' for user_1.")), \
         "the transcript holds the spoken turns only: no tool call, no tool result"
@@ -138,3 +139,8 @@ def test_where_a_framing_cannot_run_it_is_refused_before_any_model_call(tau2_spe
 ])
 def test_the_customers_words_are_cut_from_the_reply(mode, reply, words):
     assert customer_words(mode, reply) == words
+
+
+def test_the_opened_words_start_the_customers_turn():
+    assert customer_words("transcript", " I want to cancel.\nAgent: Sure.", "Hi,") == "Hi, I want to cancel."
+    assert customer_words("transcript", "", "Hi,") == "Hi,"

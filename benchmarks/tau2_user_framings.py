@@ -1,0 +1,184 @@
+"""Which τ² user framing can a small model play? Every framing × user model on τ² domains, one fixed assistant.
+
+Each domain × user model is one τ² scenario (written under `--work`) with every framing of `--modes` as its user
+modes (testbed.scenarios.tau2.user_framings: τ²'s `instructed`, `raw`, `transcript`, `oneshot`), run (or resumed)
+by `run_scenario` into `--store` with the agents' managed servers; the assistant is the same in every run
+(default Qwen2.5-Coder-0.5B with tool calling). Per domain × user model × framing it reports:
+
+- **as agent**: the share of generated user turns that speak as the agent. The detector (AGENT_VOICE) flags a
+  turn that offers help the way a service agent does ("how can I help/assist", "anything else I can…", "happy to
+  help", "thank you for contacting"). Its limits: it misses a user that plays the agent without offering help
+  (reports work it never did, asks the agent for the customer's details), and would flag a customer who offers
+  the agent help in those words.
+- **stated**: the share of tasks (episodes) whose request the user ever states: some user turn holds at least two,
+  and at least a quarter, of the distinctive words of the task's reason for the call (REQUEST_WORDS: words of four
+  letters or more, or with a digit, less common and persona words, compared on their first five letters). Its
+  limits: a paraphrase in other words is missed; a user echoing an agent that already named the request counts.
+- **reward**: τ²'s reward averaged with errored episodes as 0 (the report's default), its 95 % interval, and the
+  share of episodes that ended on the user's stop (`user_stop`).
+- **calls/ep**: the assistant's tool calls per episode; **user turns/ep**; **s/ep**: model seconds per episode
+  (the latencies of its generated messages, queueing on the shared server included) and the run's wall seconds
+  over its episodes, every framing's together (episodes run concurrently, so this is the throughput figure).
+
+    flock /work/scratch/s42/vllm.lock .venv/bin/python benchmarks/tau2_user_framings.py \\
+        --users agents/qwen2.5-coder-0.5b.yaml,agents/qwen2.5-coder-1.5b.yaml --tasks mock=all --tasks airline=3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from testbed.analysis.tau2_metrics import counted_rewards, reward_interval
+from testbed.runner import run_scenario
+from testbed.scenarios.tau2.domains import domain
+from testbed.specs.loader import load_scenario
+from testbed.store import Store
+from testbed.store.frames import episodes_df, messages_df
+
+REPO = Path(__file__).resolve().parent.parent
+MODES = ("instructed", "raw", "transcript", "oneshot")
+AGENT_VOICE = re.compile(
+    r"\bhow (?:can|may|could) i (?:help|assist|be of)|\bwhat can i (?:do|help)|\banything else i can\b"
+    r"|\b(?:happy|glad) to (?:help|assist)\b|\bthank you for (?:contacting|reaching out|calling|choosing)\b"
+    r"|\blet me (?:help|assist) you\b|\bi can (?:help|assist) you\b", re.IGNORECASE)
+"""A user turn that offers help the way a service agent does: the user speaking as the agent."""
+COMMON = frozenset(
+    "about after also because been before being both could does doing each from have having here into just know like "
+    "make many more most much must need needs only other over really same should some such than that their them then "
+    "there these they this those through time very want wants were what when where which while will with would your "
+    "yours yourself help assist goal call calling contact contacting agent customer service representative member team person "
+    "previous discussion conversation continue currently".split())
+"""Words that say nothing about a task's request (persona and framing words, common words)."""
+
+
+def request_words(reason: str) -> set[str]:
+    """The distinctive words of a reason for the call, each as its first five letters (a light stem)."""
+    words = re.findall(r"[a-z0-9_]+", reason.lower())
+    return {w[:5] for w in words if (len(w) >= 4 or any(c.isdigit() for c in w)) and w not in COMMON}
+
+
+def states_request(turn: str, wanted: set[str]) -> bool:
+    """Whether a user turn states the request: it holds at least two, and a quarter, of the request's words."""
+    if not wanted:
+        return False
+    said = {w[:5] for w in re.findall(r"[a-z0-9_]+", turn.lower())}
+    hits = len(said & wanted)
+    return hits >= 2 and hits >= math.ceil(len(wanted) / 4)
+
+
+def speaks_as_agent(turn: str) -> bool:
+    """Whether a user turn offers help as a service agent does (AGENT_VOICE)."""
+    return bool(AGENT_VOICE.search(turn))
+
+
+def reason_for_call(task) -> str:
+    """The task's reason for the call, or its whole instructions where they are one text."""
+    instructions = task.user_scenario.instructions
+    return instructions if isinstance(instructions, str) else str(instructions.reason_for_call or instructions)
+
+
+def write_spec(work: Path, domain_name: str, limit: int | None, assistant: Path, user: Path, modes: list[str],
+               max_steps: int, max_tokens: int) -> Path:
+    """The scenario of one domain × user model, every framing a user mode; its path."""
+    tasks = {"limit": limit} if limit else {}
+    data = {"kind": "tau2", "name": f"framings-{domain_name}-{user.stem}", "domain": domain_name, "tasks": tasks,
+            "trials": 1, "assistant": str(assistant.resolve()), "user": str(user.resolve()), "user_modes": modes,
+            "user_prompt_file": str(REPO / "scenarios/prompts/user-tau2.md"), "temperatures": [0.0],
+            "max_tokens": max_tokens, "max_steps": max_steps}
+    path = work / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def framing_rows(store: Store, run_id: str, domain_name: str, user_label: str, wall_s: float) -> list[dict]:
+    """The measures of one run, one row per framing."""
+    episodes, messages = episodes_df(store, run_id, exact=True), messages_df(store, run_id, exact=True)
+    tasks = domain(domain_name).tasks
+    rows, per_episode_wall = [], wall_s / max(1, len(episodes))
+    for mode, eps in episodes.groupby("user_mode"):
+        ids = set(eps.episode_id)
+        own = messages[messages.episode_id.isin(ids)]
+        users = own[own.generated_user_turn & (own.role == "user")]
+        stated = sum(any(states_request(t, request_words(reason_for_call(tasks[item])))
+                         for t in users[users.episode_id == eid].content)
+                     for eid, item in zip(eps.episode_id, eps.item_id))
+        calls = own[(own.role == "assistant") & own.tool_calls_json.notna()].tool_calls_json.map(lambda j: len(json.loads(j)))
+        counted = counted_rewards(eps)
+        lo, hi, _ = reward_interval(list(counted.task_score))
+        rows.append({"domain": domain_name, "user": user_label, "framing": mode, "episodes": len(eps),
+                     "errored": int((eps.status == "error").sum()),
+                     "as_agent": float(users.content.map(speaks_as_agent).mean()) if len(users) else math.nan,
+                     "stated": stated / len(eps), "reward": float(counted.task_score.mean()) if len(counted) else math.nan,
+                     "reward_lo": lo, "reward_hi": hi, "user_stop": float((eps.termination == "user_stop").mean()),
+                     "calls_per_ep": float(calls.sum()) / len(eps), "user_turns_per_ep": len(users) / len(eps),
+                     "model_s_per_ep": float(eps.latency_s.mean()), "wall_s_per_ep": per_episode_wall})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a Markdown table."""
+    head = ("| domain | user | framing | eps | as agent | stated | reward (95 % CI) | user stop | calls/ep | user turns/ep "
+            "| model s/ep | wall s/ep | errored |\n|" + "---|" * 13)
+    lines = [f"| {r['domain']} | {r['user']} | {r['framing']} | {r['episodes']} | {r['as_agent']:.0%} | {r['stated']:.0%} "
+             f"| {r['reward']:.2f} ({r['reward_lo']:.2f}–{r['reward_hi']:.2f}) | {r['user_stop']:.0%} | {r['calls_per_ep']:.1f} "
+             f"| {r['user_turns_per_ep']:.1f} | {r['model_s_per_ep']:.0f} | {r['wall_s_per_ep']:.0f} | {r['errored']} |"
+             for r in rows]
+    return "\n".join([head, *lines])
+
+
+async def measure(args: argparse.Namespace) -> list[dict]:
+    """Every domain × user model run (resumed where the store has it), then their rows."""
+    store, rows = Store(args.store), []
+    for domain_name, limit in args.tasks:
+        for user in args.users:
+            spec = write_spec(args.work, domain_name, limit, args.assistant, user, args.modes, args.max_steps, args.max_tokens)
+            started = time.perf_counter()
+            summary = await run_scenario(load_scenario(spec), store, show_progress=True)
+            wall = time.perf_counter() - started
+            rows += framing_rows(store, summary.run_id, domain_name, user.stem, wall)
+            print(table(rows), flush=True)
+    return rows
+
+
+def task_limit(text: str) -> tuple[str, int | None]:
+    """`domain=N` or `domain=all` as (domain, limit)."""
+    name, _, count = text.partition("=")
+    return name, None if count in ("", "all") else int(count)
+
+
+def main() -> None:
+    """Run the grid and print the table (and write the rows as JSON with --json)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assistant", type=Path, default=REPO / "agents/qwen2.5-coder-0.5b.yaml")
+    parser.add_argument("--users", default="agents/qwen2.5-coder-0.5b.yaml,agents/qwen2.5-coder-1.5b.yaml",
+                        help="agent spec files of the user models, comma-separated")
+    parser.add_argument("--tasks", type=task_limit, action="append", help="DOMAIN=N or DOMAIN=all (repeatable)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--max-steps", type=int, default=24)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--store", type=Path, default=Path(".testbed/user-framings.sqlite"))
+    parser.add_argument("--work", type=Path, default=Path(".testbed/user-framings"))
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    args.users = [Path(u) for u in args.users.split(",")]
+    args.modes = args.modes.split(",")
+    args.tasks = args.tasks or [("mock", None), ("airline", 3)]
+    args.store.parent.mkdir(parents=True, exist_ok=True)
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows = asyncio.run(measure(args))
+    print(table(rows))
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
