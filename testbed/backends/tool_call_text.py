@@ -32,8 +32,8 @@ TOLERANT_PARSER = "tolerant"
 MAX_JSON_STARTS = 32
 """JSON openings tried per reply: each costs at most one linear scan, so a reply of a million `{"` costs 32 scans."""
 
-TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
-FENCE = "```"
+_TAG_OPEN, _TAG_CLOSE = "<tool_call>", "</tool_call>"
+_FENCE = "```"
 _JSON_START = re.compile(r'\{\s*"|\[\s*\{\s*"')
 """Where a call object, or an array of them, can start: a brace (after a bracket) followed by a key."""
 _DECODER = json.JSONDecoder()
@@ -61,7 +61,7 @@ def read_tool_calls(text: str) -> ReadReply:
     Never raises: whatever cannot be read as calls within the bounds of testbed.limits stays text."""
     if not isinstance(text, str) or len(text) > MAX_REPLY_BYTES or "{" not in text:
         return ReadReply((), text)
-    if TAG_OPEN in text:
+    if _TAG_OPEN in text:
         tagged = _tagged(text)
         if tagged is not None:
             return tagged
@@ -73,11 +73,11 @@ def _tagged(text: str) -> ReadReply | None:
     calls: list[TextToolCall] = []
     outside: list[str] = []
     position = 0
-    while (start := text.find(TAG_OPEN, position)) != -1:
+    while (start := text.find(_TAG_OPEN, position)) != -1:
         outside.append(text[position:start])
-        body_start = start + len(TAG_OPEN)
-        end = text.find(TAG_CLOSE, body_start)
-        body, position = (text[body_start:], len(text)) if end == -1 else (text[body_start:end], end + len(TAG_CLOSE))
+        body_start = start + len(_TAG_OPEN)
+        end = text.find(_TAG_CLOSE, body_start)
+        body, position = (text[body_start:], len(text)) if end == -1 else (text[body_start:end], end + len(_TAG_CLOSE))
         found = _whole_json_calls(_unfenced(body.strip()))
         if found is None:
             return None
@@ -117,14 +117,14 @@ def _untagged(text: str) -> ReadReply:
 def _with_fence(text: str, start: int, end: int, floor: int) -> tuple[int, int]:
     """The span of a call widened to the Markdown fence around it (```` ```json ```` … ```` ``` ````), when it has one."""
     before = text[floor:start].rstrip()
-    opening = before.rfind(FENCE)
-    if opening == -1 or not _is_fence_label(before[opening + len(FENCE):]):
+    opening = before.rfind(_FENCE)
+    if opening == -1 or not _is_fence_label(before[opening + len(_FENCE):]):
         return start, end
     after = text[end:]
     closing = len(after) - len(after.lstrip())
-    if not after.startswith(FENCE, closing):
+    if not after.startswith(_FENCE, closing):
         return start, end
-    return floor + opening, end + closing + len(FENCE)
+    return floor + opening, end + closing + len(_FENCE)
 
 
 def _is_fence_label(label: str) -> bool:
@@ -133,8 +133,8 @@ def _is_fence_label(label: str) -> bool:
 
 def _unfenced(body: str) -> str:
     """A tag body without the Markdown fence a model may put inside the tags."""
-    if body.startswith(FENCE) and body.endswith(FENCE) and len(body) >= 2 * len(FENCE):
-        inner = body[len(FENCE):-len(FENCE)]
+    if body.startswith(_FENCE) and body.endswith(_FENCE) and len(body) >= 2 * len(_FENCE):
+        inner = body[len(_FENCE):-len(_FENCE)]
         first_line, _, rest = inner.partition("\n")
         return (rest if _is_fence_label(first_line.strip()) and rest else inner).strip()
     return body
