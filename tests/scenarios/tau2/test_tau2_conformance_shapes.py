@@ -15,7 +15,7 @@ episode is an error saying where the two loops parted, never a reward.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
@@ -49,16 +49,21 @@ class Shape:
     max_errors: int = 10
     agent_stops: bool = False
     """Whether the episode ends on the assistant's `###STOP###`, which τ²'s LLMAgent never sends as a stop."""
-    notes: dict = field(default_factory=dict)
 
     @property
     def script(self) -> dict[str, list[Reply]]:
+        """Each side's replies, as the server and τ²'s scripted agent and user play them."""
         return {"assistant": self.assistant, "user": self.user}
 
 
 def info(task_id: str) -> str:
     """Everything the task expects the assistant to tell the user (τ²'s communicate check)."""
     return " ".join(map(str, domain("mock").tasks[task_id].evaluation_criteria.communicate_info))
+
+
+def expected(domain_name: str, task_id: str) -> list:
+    """The task's expected actions (τ²'s own, in order)."""
+    return list(domain(domain_name).tasks[task_id].evaluation_criteria.actions)
 
 
 SHAPES = {
@@ -95,6 +100,9 @@ SHAPES = {
         say("Please turn your mobile data on."), say("Good, anything else?")],
         [say("My mobile data does not work."), call("toggle_data", text="Turning it on now."), say("Fixed. ###STOP###")],
         domain="telecom"),
+    "retail_every_expected_call_in_one_message_with_text": Shape("2", [
+        Reply("Your refund of 10 dollars is on its way.", tuple(Call(a.name, a.arguments) for a in expected("retail", "2"))),
+        say("Anything else?")], [say("I want to return some items."), say("No, thanks. ###STOP###")], domain="retail"),
     "assistant_stop_on_the_last_step": Shape("create_task_1", [
         say("Could you say more?"), say("Done. ###STOP###")], [say("Hi."), say("More.")], max_steps=4),
     "user_stop_on_the_last_step": Shape("create_task_1", [say("Could you say more?")],
@@ -165,3 +173,24 @@ async def test_the_stored_reward_is_tau2s_on_every_shape(tmp_path, store, name, 
     assert (stored.reward, stored.breakdown) == (rebuilt.reward, rebuilt.breakdown), "the rebuilt episode scores as stored"
     assert stored.reward == reference.reward == episode.task_score, "τ²'s own loop on the same script gives the same reward"
     assert (reference.breakdown or {}) == (rebuilt.breakdown or {})
+
+
+WRITTEN_FOR = {
+    "several_calls_in_one_message": ("user_stop", 1.0), "calls_without_ids": ("user_stop", 1.0),
+    "text_beside_a_call": ("user_stop", 1.0), "required_information_said_with_the_stop": ("agent_stop", 1.0),
+    "wrong_arguments_then_user_stop": ("user_stop", 0.0), "a_task_history_with_calls": ("user_stop", 1.0),
+    "transfer": ("user_stop", 1.0), "out_of_scope": ("user_stop", 0.0), "telecom_user_tools": ("user_stop", 1.0),
+    "telecom_user_text_beside_its_call": ("user_stop", 1.0), "retail_every_expected_call_in_one_message_with_text": ("user_stop", 1.0),
+    "assistant_stop_on_the_last_step": ("max_steps", 0.0), "user_stop_on_the_last_step": ("max_steps", 0.0),
+    "an_evaluation_that_raises": ("user_stop", None), "max_errors": ("too_many_errors", 0.0),
+    "max_errors_in_one_batch": ("too_many_errors", 0.0), "both_limits_at_once": ("too_many_errors", 0.0),
+    "an_unknown_tool_then_user_stop": ("user_stop", 1.0), "max_steps_in_a_tool_loop": ("max_steps", 0.0),
+}
+"""What τ²'s own loop gives each script: the suite's comparisons mean something only if the scripts reach these."""
+
+
+def test_tau2s_own_loop_gives_each_shape_the_verdict_it_was_written_for():
+    assert set(WRITTEN_FOR) == set(SHAPES)
+    got = {name: (reference_of(name).termination, reference_of(name).reward) for name in SHAPES}
+    assert got == WRITTEN_FOR
+    assert reference_of("an_evaluation_that_raises").raised
