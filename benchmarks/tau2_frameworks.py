@@ -122,8 +122,8 @@ def table(rows: dict[str, dict], args: argparse.Namespace) -> str:
     out = [f"τ² airline on the mock server: {args.episodes} episodes per round, concurrency {args.concurrency}, latency "
            f"{args.latency_ms:g} ms, user stops on turn {args.user_turns}, wire recorder {'as testbed run keeps it' if args.wire is None else ('on' if args.wire else 'off')}; "
            f"median of {args.rounds} round(s)",
-           f"  {'framework':<10} {'ep/s':>6} {'CPU ms/turn':>12} {'vs tau2':>8} {'w/o eval':>9} {'turns/CPU s':>12} {'vs tau2':>8} "
-           f"{'loop ms':>8} {'vs tau2':>8} "
+           f"  {'framework':<10} {'ep/s':>6} {'CPU ms/turn':>12} {'vs tau2':>8} {'w/o eval':>9} {'turns/CPU s':>12} "
+           f"{'vs tau2':>8} {'loop ms':>8} {'vs tau2':>8} "
            f"{'turns':>6} {'calls':>6} {'errors':>7} {'reward':>7} {'RSS MiB':>8} {'errored':>8}"]
     for name, r in rows.items():
         if "failed" in r:

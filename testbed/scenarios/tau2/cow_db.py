@@ -100,7 +100,8 @@ def fresh_copy(db: Any) -> Any:
 @contextmanager
 def lent(db: Any):
     """While entered, `db`'s copied-on-access fields hand out their values without copying: for code that only reads."""
-    fields = [v for v in (getattr(db, n, None) for n in type(db).model_fields) if isinstance(v, CopyOnAccess)] if db is not None else []
+    values = (getattr(db, n, None) for n in type(db).model_fields) if db is not None else ()
+    fields = [v for v in values if isinstance(v, CopyOnAccess)]
     for f in fields:
         f.lending += 1
     try:
