@@ -13,8 +13,11 @@ task are not independent, so the tests resample tasks, not episodes: a cluster b
 mean difference over its trials. Each one-sided p-value is the share of resampled means on the far side of its
 margin (H0 lower: mean ≤ −margin; H0 upper: mean ≥ +margin).
 
-    .venv/bin/python benchmarks/tau2_equivalence.py scenarios/tau2-mock-equivalence.yaml
-    .venv/bin/python benchmarks/tau2_equivalence.py SPEC --store /tmp/eq.sqlite --margin 0.10 --json out.json
+    .venv/bin/python benchmarks/tau2_equivalence.py --assistant agents/qwen2.5-coder-0.5b.yaml --trials 4 --temperature 0.7
+    .venv/bin/python benchmarks/tau2_equivalence.py --spec MY_TAU2_SCENARIO.yaml --store /tmp/eq.sqlite --json out.json
+
+Without `--spec` the scenario is written from the arguments (benchmarks/tau2_bench_specs.py): the assistant at
+`--temperature`, the scripted τ² user by default, every task of `--domain`, `--trials` trials.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tau2_bench_specs import REPO, write_tau2_scenario
+
 from testbed.analysis.tau2_metrics import counted_rewards
 from testbed.runner import run_scenario
-from testbed.specs.loader import load_scenario
+from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df
 
@@ -84,9 +89,8 @@ def equivalence(pairs: pd.DataFrame, margin: float, alpha: float = 0.05) -> dict
             "margin": margin, "verdict": verdict}
 
 
-async def run_both(spec: Path, store: Store) -> dict[str, dict]:
+async def run_both(scenario: ResolvedScenario, store: Store) -> dict[str, dict]:
     """Run (or resume) the scenario under native, then under τ²'s orchestrator; each run's id, counts and wall time."""
-    scenario = load_scenario(spec)
     out = {}
     for framework in ("native", "tau2"):
         started = time.perf_counter()
@@ -99,17 +103,30 @@ async def run_both(spec: Path, store: Store) -> dict[str, dict]:
 def main() -> None:
     """Run both loops, pair their episodes and print the equivalence result (and write it as JSON with --json)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("spec", type=Path, help="a τ² scenario spec (kind: tau2)")
+    parser.add_argument("--spec", type=Path, default=None, help="a τ² scenario spec (kind: tau2); else one is written")
+    parser.add_argument("--assistant", type=Path, default=REPO / "agents" / "qwen2.5-coder-0.5b.yaml")
+    parser.add_argument("--user", type=Path, default=REPO / "agents" / "tau2-scripted-user.yaml")
+    parser.add_argument("--domain", default="mock")
+    parser.add_argument("--limit", type=int, default=None, help="the first N tasks (default: all)")
+    parser.add_argument("--trials", type=int, default=4)
+    parser.add_argument("--temperature", type=float, default=0.7, help="the assistant's sampling temperature")
+    parser.add_argument("--folder", type=Path, default=Path(".testbed/equivalence"), help="where a written scenario goes")
     parser.add_argument("--store", type=Path, default=Path(".testbed/equivalence.sqlite"))
     parser.add_argument("--margin", type=float, default=0.10, help="the equivalence margin on the reward difference")
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args()
     args.store.parent.mkdir(parents=True, exist_ok=True)
     store = Store(args.store)
-    runs = asyncio.run(run_both(args.spec, store))
+    if args.spec is not None:
+        scenario = load_scenario(args.spec)
+    else:
+        scenario = write_tau2_scenario(args.folder, f"equivalence-{args.domain}-{args.assistant.stem}", assistant=args.assistant,
+                                       user=args.user, domain=args.domain, limit=args.limit, trials=args.trials,
+                                       assistant_temperature=args.temperature)
+    runs = asyncio.run(run_both(scenario, store))
     frames = {f: episodes_df(store, r["run_id"], exact=True) for f, r in runs.items()}
     pairs = paired_frame(frames["native"], frames["tau2"])
-    result = {"spec": str(args.spec), "runs": runs, **equivalence(pairs, args.margin)}
+    result = {"spec": str(scenario.path), "runs": runs, **equivalence(pairs, args.margin)}
     for framework, frame in frames.items():
         result["runs"][framework]["errored"] = int((frame.status == "error").sum())
     print(json.dumps(result, indent=2))
