@@ -62,7 +62,6 @@ from pathlib import Path
 import yaml
 from frameworks import machine, measured, mock_server, pin_client
 
-import testbed.scenarios.tau2.kind as tau2_kind
 import testbed.scenarios.tau2.scoring as tau2_scoring
 from testbed.runner import run_scenario
 from testbed.scenarios.tau2.domains import Tau2Domain, domain
@@ -119,7 +118,7 @@ EVALUATING = threading.local()
 
 
 class EvaluationClock:
-    """`evaluate` as the kind and its scoring pool (testbed.scenarios.tau2.scoring) call it, bound to a wrapper that
+    """`evaluate` as the kind's scoring pool (testbed.scenarios.tau2.scoring) calls it, bound to a wrapper that
     times each call in its own thread, while entered."""
 
     def __init__(self) -> None:
@@ -139,11 +138,11 @@ class EvaluationClock:
                 self.wall_s.append(time.perf_counter() - t0)
 
     def __enter__(self) -> "EvaluationClock":
-        tau2_kind.evaluate = tau2_scoring.evaluate = self
+        tau2_scoring.evaluate = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        tau2_kind.evaluate = tau2_scoring.evaluate = evaluate
+        tau2_scoring.evaluate = evaluate
 
 
 async def one_run(scenario: ResolvedScenario, store: Store, run_id: str, server_pid: int, framework: str = "native",

@@ -14,7 +14,6 @@ so the error says what failed and the termination still says how the conversatio
 
 from __future__ import annotations
 
-import asyncio
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,9 +33,10 @@ from testbed.scenarios.base import EpisodeVariant, RunContext, emit, stable_hash
 from testbed.scenarios.dialogue import check_servers as stop_if_servers_gone
 from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed
 from testbed.scenarios.tau2.episode import start_episode
-from testbed.scenarios.tau2.evaluation import EvaluationFailed, evaluate
+from testbed.scenarios.tau2.evaluation import EvaluationFailed
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
+from testbed.scenarios.tau2.scoring import score
 from testbed.scenarios.tau2.scripted_user import BACKEND as SCRIPTED_BACKEND, SCRIPTED_USER_MODEL, ScriptedGoalUser, UserScript
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
@@ -232,7 +232,7 @@ class Tau2Runner:
                                      transcript.usage())
         else:
             try:
-                reward = await asyncio.to_thread(evaluate, d, task, transcript.messages, termination)
+                reward = await score(d, task, transcript.messages, termination)
             except EvaluationFailed as exc:
                 outcome = EpisodeOutcome(v.key, marked(transcript.messages, v), "error", termination, str(exc), None,
                                          transcript.usage())
