@@ -7,10 +7,10 @@ by `run_scenario` into `--store` with the agents' managed servers; the assistant
 
 - **as agent**: the share of generated user turns that speak as the agent. The detector (AGENT_VOICE) flags a
   turn that offers help the way a service agent does ("how can I help/assist", "anything else I can…", "happy to
-  help", "thank you for contacting"). Its limits: it misses a user that plays the agent without offering help
+  help", "I'm here to help", "thank you for contacting"). Its limits: it misses a user that plays the agent without offering help
   (reports work it never did, asks the agent for the customer's details), and would flag a customer who offers
   the agent help in those words.
-- **stated**: the share of tasks (episodes) whose request the user ever states: some user turn holds at least two,
+- **stated**: the share of tasks (episodes) whose request the user ever states: some user turn holds at least three,
   and at least a quarter, of the distinctive words of the task's reason for the call (REQUEST_WORDS: words of four
   letters or more, or with a digit, less common and persona words, compared on their first five letters). Its
   limits: a paraphrase in other words is missed; a user echoing an agent that already named the request counts.
@@ -31,14 +31,14 @@ import asyncio
 import json
 import math
 import re
-import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from testbed.analysis.tau2_metrics import counted_rewards, reward_interval
-from testbed.runner import run_scenario
+from testbed.runner import default_run_id, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
@@ -49,7 +49,8 @@ MODES = ("instructed", "raw", "transcript", "oneshot")
 AGENT_VOICE = re.compile(
     r"\bhow (?:can|may|could) i (?:help|assist|be of)|\bwhat can i (?:do|help)|\banything else i can\b"
     r"|\b(?:happy|glad) to (?:help|assist)\b|\bthank you for (?:contacting|reaching out|calling|choosing)\b"
-    r"|\blet me (?:help|assist) you\b|\bi can (?:help|assist) you\b", re.IGNORECASE)
+    r"|\blet me (?:help|assist) you\b|\bi can (?:help|assist) you\b|\bhere to (?:help|assist)\b"
+    r"|\bi'?m (?:a|an|your) (?:chatbot|assistant|ai)\b", re.IGNORECASE)
 """A user turn that offers help the way a service agent does: the user speaking as the agent."""
 COMMON = frozenset(
     "about after also because been before being both could does doing each from have having here into just know like "
@@ -67,12 +68,13 @@ def request_words(reason: str) -> set[str]:
 
 
 def states_request(turn: str, wanted: set[str]) -> bool:
-    """Whether a user turn states the request: it holds at least two, and a quarter, of the request's words."""
+    """Whether a user turn states the request: it holds at least three (all, where there are fewer), and a quarter, of
+    the request's words."""
     if not wanted:
         return False
     said = {w[:5] for w in re.findall(r"[a-z0-9_]+", turn.lower())}
     hits = len(said & wanted)
-    return hits >= 2 and hits >= math.ceil(len(wanted) / 4)
+    return hits >= min(3, len(wanted)) and hits >= math.ceil(len(wanted) / 4)
 
 
 def speaks_as_agent(turn: str) -> bool:
@@ -99,11 +101,19 @@ def write_spec(work: Path, domain_name: str, limit: int | None, assistant: Path,
     return path
 
 
-def framing_rows(store: Store, run_id: str, domain_name: str, user_label: str, wall_s: float) -> list[dict]:
+def run_wall_s(store: Store, run_id: str) -> float:
+    """The run's wall seconds as the store has them: from its start to its last finish (a resumed run's gaps in)."""
+    run = next(r for r in store.runs() if r["run_id"] == run_id)
+    if not run["finished_at"]:
+        return math.nan
+    return (datetime.fromisoformat(run["finished_at"]) - datetime.fromisoformat(run["started_at"])).total_seconds()
+
+
+def framing_rows(store: Store, run_id: str, domain_name: str, user_label: str) -> list[dict]:
     """The measures of one run, one row per framing."""
     episodes, messages = episodes_df(store, run_id, exact=True), messages_df(store, run_id, exact=True)
     tasks = domain(domain_name).tasks
-    rows, per_episode_wall = [], wall_s / max(1, len(episodes))
+    rows, per_episode_wall = [], run_wall_s(store, run_id) / max(1, len(episodes))
     for mode, eps in episodes.groupby("user_mode"):
         ids = set(eps.episode_id)
         own = messages[messages.episode_id.isin(ids)]
@@ -129,22 +139,25 @@ def table(rows: list[dict]) -> str:
     head = ("| domain | user | framing | eps | as agent | stated | reward (95 % CI) | user stop | calls/ep | user turns/ep "
             "| model s/ep | wall s/ep | errored |\n|" + "---|" * 13)
     lines = [f"| {r['domain']} | {r['user']} | {r['framing']} | {r['episodes']} | {r['as_agent']:.0%} | {r['stated']:.0%} "
-             f"| {r['reward']:.2f} ({r['reward_lo']:.2f}–{r['reward_hi']:.2f}) | {r['user_stop']:.0%} | {r['calls_per_ep']:.1f} "
-             f"| {r['user_turns_per_ep']:.1f} | {r['model_s_per_ep']:.0f} | {r['wall_s_per_ep']:.0f} | {r['errored']} |"
+             f"| {r['reward']:.2f} ({r['reward_lo']:.2f}–{r['reward_hi']:.2f}) | {r['user_stop']:.0%} "
+             f"| {r['calls_per_ep']:.1f} | {r['user_turns_per_ep']:.1f} | {r['model_s_per_ep']:.0f} | {r['wall_s_per_ep']:.0f} "
+             f"| {r['errored']} |"
              for r in rows]
     return "\n".join([head, *lines])
 
 
 async def measure(args: argparse.Namespace) -> list[dict]:
-    """Every domain × user model run (resumed where the store has it), then their rows."""
+    """Every domain × user model run (resumed where the store has it; with `--report-only` only read), then their rows."""
     store, rows = Store(args.store), []
     for domain_name, limit in args.tasks:
         for user in args.users:
             spec = write_spec(args.work, domain_name, limit, args.assistant, user, args.modes, args.max_steps, args.max_tokens)
-            started = time.perf_counter()
-            summary = await run_scenario(load_scenario(spec), store, show_progress=True)
-            wall = time.perf_counter() - started
-            rows += framing_rows(store, summary.run_id, domain_name, user.stem, wall)
+            scenario = load_scenario(spec)
+            if args.report_only:
+                run_id = default_run_id(scenario, "native", store)
+            else:
+                run_id = (await run_scenario(scenario, store, show_progress=True)).run_id
+            rows += framing_rows(store, run_id, domain_name, user.stem)
             print(table(rows), flush=True)
     return rows
 
@@ -168,6 +181,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path(".testbed/user-framings.sqlite"))
     parser.add_argument("--work", type=Path, default=Path(".testbed/user-framings"))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--report-only", action="store_true", help="measure the stored runs again, run nothing")
     args = parser.parse_args()
     args.users = [Path(u) for u in args.users.split(",")]
     args.modes = args.modes.split(",")

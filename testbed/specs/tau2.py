@@ -59,8 +59,9 @@ class Tau2ScenarioSpec(Strict):
     assistant: str
     user: str
     user_modes: list[Tau2UserMode] = Field(default_factory=lambda: ["instructed"], min_length=1)
-    """The user framings to run, one grid condition each (Tau2UserMode). τ²'s own `instructed` is what τ²'s
-    orchestrator (the `tau2` framework) uses; small models tend to speak as the agent under it."""
+    """The user framings to run, one grid condition each (Tau2UserMode). τ²'s own `instructed` is the default and
+    what τ²'s orchestrator (the `tau2` framework) uses; under it Qwen2.5-Coder 0.5B/1.5B users spoke as the agent in
+    about 4 of 5 turns on the mock tasks, under `transcript` in none (benchmarks/tau2_user_framings.py)."""
     user_prompt_file: Path = Path("prompts/user-tau2.md")
     temperatures: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
     max_tokens: int = Field(256, ge=1, le=32768)
