@@ -87,7 +87,7 @@ def check_tau2(path: Path, spec: Tau2ScenarioSpec, prompt: str | None) -> dict[s
     """The kind's resolve hook: the package, the prompt's slots and the user modes, checked at load time."""
     if not tau2_installed():
         raise SpecError(path, "domain", NOT_INSTALLED, INSTALL)
-    if "instructed" in spec.user_modes and prompt is not None:
+    if prompt is not None:
         missing = [s for s in USER_SLOTS if "{" + s + "}" not in prompt]
         if missing:
             raise SpecError(path, "user_prompt_file", f"the τ² user prompt lacks the slot {{{missing[0]}}}",

@@ -120,7 +120,11 @@ async def test_a_oneshot_telecom_user_keeps_its_phone_tools(tau2_spec, store):
     assert u_requests[0].messages[0]["content"].endswith(ONESHOT_EXAMPLE)
 
 
-def test_where_a_framing_cannot_run_it_is_refused_before_any_model_call(tau2_spec):
+def test_where_a_framing_cannot_run_it_is_refused_before_any_model_call(tau2_spec, tmp_path):
+    (tmp_path / "prompts" / "plain.md").write_text("You are a customer.")
+    for mode in ("transcript", "oneshot"):
+        with pytest.raises(SpecError, match="user_prompt_file.*lacks the slot"):
+            tau2_spec(user_modes=[mode], user_prompt_file="prompts/plain.md")
     with pytest.raises(SpecError, match="user_modes.*transcript user cannot call tools"):
         tau2_spec(domain="telecom", user_modes=["transcript"])
     with pytest.raises(SpecError, match="user_modes"):
