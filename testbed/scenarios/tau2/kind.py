@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable
-from testbed.backends.factory import served_model_name
+from testbed.backends.factory import served_model_name, tool_call_parser_of
 from testbed.concurrency import gather_or_cancel
 from testbed.frameworks import framework
 from testbed.frameworks.base import owns_client
@@ -78,7 +78,7 @@ def select_tasks(scenario: ResolvedScenario) -> list[Any]:
 
 def _tool_calling_problem(agent: ResolvedAgent) -> str | None:
     spec = agent.spec
-    if spec.managed and spec.server.tool_call_parser is None:
+    if spec.managed and tool_call_parser_of(spec) is None:
         return f"agent {spec.name}'s managed vLLM server would start without tool calling, which τ² tasks need"
     return None
 

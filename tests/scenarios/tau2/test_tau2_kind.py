@@ -119,10 +119,15 @@ def test_bad_input_is_a_spec_error_naming_the_field(tau2_spec, monkeypatch):
 
 
 def test_a_managed_server_without_tool_calling_is_refused_before_it_starts(tau2_spec, tmp_path):
-    write_yaml(tmp_path / "local.yaml", {"name": "local", "backend": "vllm", "model": "embedded"})
+    write_yaml(tmp_path / "local.yaml", {"name": "local", "backend": "vllm", "model": "/models/local"})
     scenario = tau2_spec(assistant="local.yaml")
     with pytest.raises(SpecError, match="server.tool_call_parser.*without tool calling"):
         plan(scenario)
+
+
+def test_a_catalogue_model_brings_its_tool_call_parser(tau2_spec, tmp_path):
+    write_yaml(tmp_path / "local.yaml", {"name": "local", "backend": "vllm", "model": "embedded"})
+    assert plan(tau2_spec(assistant="local.yaml", user="local.yaml"))
 
 
 def test_the_limit_and_a_seed_select_tasks_and_trials_multiply_variants(tau2_spec):
