@@ -121,7 +121,7 @@ def framing_rows(store: Store, run_id: str, domain_name: str, user_label: str) -
         stated = sum(any(states_request(t, request_words(reason_for_call(tasks[item])))
                          for t in users[users.episode_id == eid].content)
                      for eid, item in zip(eps.episode_id, eps.item_id))
-        calls = own[(own.role == "assistant") & own.tool_calls_json.notna()].tool_calls_json.map(lambda j: len(json.loads(j)))
+        calls = sum(len(json.loads(j)) for j in own[(own.role == "assistant") & own.tool_calls_json.notna()].tool_calls_json)
         counted = counted_rewards(eps)
         lo, hi, _ = reward_interval(list(counted.task_score))
         rows.append({"domain": domain_name, "user": user_label, "framing": mode, "episodes": len(eps),
@@ -129,7 +129,7 @@ def framing_rows(store: Store, run_id: str, domain_name: str, user_label: str) -
                      "as_agent": float(users.content.map(speaks_as_agent).mean()) if len(users) else math.nan,
                      "stated": stated / len(eps), "reward": float(counted.task_score.mean()) if len(counted) else math.nan,
                      "reward_lo": lo, "reward_hi": hi, "user_stop": float((eps.termination == "user_stop").mean()),
-                     "calls_per_ep": float(calls.sum()) / len(eps), "user_turns_per_ep": len(users) / len(eps),
+                     "calls_per_ep": calls / len(eps), "user_turns_per_ep": len(users) / len(eps),
                      "model_s_per_ep": float(eps.latency_s.mean()), "wall_s_per_ep": per_episode_wall})
     return rows
 
