@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from testbed.backends.base import Backend, GenerateRequest
+from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
 from testbed.participants import FLIPPED, ChatView, TurnSampling
 from testbed.scenarios.tau2.user_framings import FLIPPED_MODES, TAU2_USER_MODES, customer_words, frame
@@ -56,6 +56,12 @@ def user_view(tokens: ControlTokens, *, flipped: bool) -> ChatView:
     return ChatView(convert)
 
 
+class EmptyReply(BackendError):
+    """The assistant under test replied with neither text nor a tool call, every time it was asked: τ²'s loop asks an
+    empty reply again up to the endpoint's retries and then errors the simulation, so the episode is an error here
+    too (the equivalence of the native loop and τ²'s orchestrator rests on it)."""
+
+
 @dataclass
 class ToolAssistant:
     """The assistant under test: τ²'s agent instructions and policy as its system prompt (the transcript's
@@ -80,9 +86,14 @@ class ToolAssistant:
         s = self.sampling
         request = GenerateRequest(self._view.of(transcript), temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p,
                                   seed=s.seed_for(transcript), tools=self.tools or None, conversation=transcript.conversation)
-        completion = await self.backend.generate(request)
-        return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
-                       completion.usage, completion.finish_reason, tool_calls=completion.tool_calls)
+        attempts = self.agent.spec.max_retries + 1
+        for _ in range(attempts):
+            completion = await self.backend.generate(request)
+            if completion.tool_calls or completion.text.strip():
+                return Message("assistant", completion.text, self.agent.spec.name, transcript.next_turn, request.sampling(),
+                               completion.usage, completion.finish_reason, tool_calls=completion.tool_calls)
+        raise EmptyReply(f"{self.agent.spec.name} replied with neither text nor a tool call {attempts} times in a row "
+                         "(asked again up to its max_retries, as τ²'s loop asks; τ²'s loop then errors the episode)")
 
 
 @dataclass
