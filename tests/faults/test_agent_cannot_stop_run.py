@@ -23,10 +23,11 @@ INCOMPLETE = 1
 """`testbed run`'s exit status for a run that ended with errored episodes (status `incomplete`)."""
 
 
-def dialogue_with(folder, target: str, options: dict | None = None, items: int = 2) -> str:
-    """A GSM8K dialogue whose assistant is the python agent `target` and whose user is scripted."""
+def dialogue_with(folder, target: str, options: dict | None = None, items: int = 2, concurrency: int = 16) -> str:
+    """A GSM8K dialogue whose assistant is the python agent `target` (at most `concurrency` turns at once) and whose
+    user is scripted."""
     write_yaml(folder / "mine.yaml", {"name": "mine", "backend": "python", "callable": target, "options": options or {},
-                                      "timeout_s": 5})
+                                      "timeout_s": 5, "concurrency": concurrency})
     write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["Go on."]})
     (folder / "user.md").write_text((REPO / "scenarios" / "prompts" / "user-dialogue.md").read_text())
     return str(write_yaml(folder / "d.yaml", {
@@ -69,7 +70,7 @@ def test_an_agent_exiting_in_its_constructor_is_each_episodes_error(tmp_path):
 
 def test_a_real_sigint_still_stops_the_run_and_keeps_what_finished(tmp_path):
     store = tmp_path / "s.sqlite"
-    run = start(dialogue_with(tmp_path, "hostile_agents:SlowTalker", {"delay_s": 0.3}, items=20), store)
+    run = start(dialogue_with(tmp_path, "hostile_agents:SlowTalker", {"delay_s": 0.3}, items=20, concurrency=1), store)
     wait_for_episodes(str(store), 1, timeout_s=60)
     run.send_signal(signal.SIGINT)
     out, err = run.communicate(timeout=30)
