@@ -90,8 +90,10 @@ def check_framework(name: str, scenario) -> None:
     modes = getattr(spec, "user_modes", ())
     unsupported = [m for m in modes if m not in supported_modes(name, modes)]
     if unsupported:
-        raise SpecError(scenario.path, "user_modes", f"framework {name} cannot run user mode {unsupported[0]} (its model client cannot "
-                        "continue the chat template's user turn)", "pass --user-modes instructed (or set user_modes: [instructed]), or use --framework native")
+        why = ("its model client cannot continue the chat template's user turn" if unsupported[0] == "raw" else
+               "its user is asked in the role-flipped chat only, as τ²'s own user simulator is")
+        raise SpecError(scenario.path, "user_modes", f"framework {name} cannot run user mode {unsupported[0]} ({why})",
+                        "pass --user-modes instructed (or set user_modes: [instructed]), or use --framework native")
     backends = entry.backends
     for agent in (scenario.assistant, scenario.user):
         if backends is not None and agent.spec.backend not in backends:

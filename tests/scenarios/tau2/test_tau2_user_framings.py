@@ -129,8 +129,9 @@ def test_where_a_framing_cannot_run_it_is_refused_before_any_model_call(tau2_spe
         tau2_spec(domain="telecom", user_modes=["transcript"])
     with pytest.raises(SpecError, match="user_modes"):
         tau2_spec(user_modes=["chatty"])
-    with pytest.raises(SpecError, match="user_modes.*framework tau2"):
+    with pytest.raises(SpecError, match="user_modes.*framework tau2") as refused:
         preflight(tau2_spec(user_modes=["transcript"]), "tau2")
+    assert "role-flipped chat only" in str(refused.value) and "continue the chat template" not in str(refused.value)
 
 
 @pytest.mark.parametrize(("mode", "reply", "words"), [
