@@ -34,7 +34,6 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from testbed.analysis.tau2_metrics import counted_rewards, reward_interval

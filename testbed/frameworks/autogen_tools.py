@@ -64,7 +64,7 @@ from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.orchestrator import TerminationReason
 from testbed.tool_arguments import arguments_problem
-from testbed.transcript import Message, ToolCall, ToolResult, Usage
+from testbed.transcript import Message, ToolCall, Usage
 
 FRAMEWORK_SPEAKER = "autogen"
 """The speaker of a tool result AgentChat gave itself, for a call that never reached a tool."""

@@ -55,14 +55,13 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model, with_clients
 from testbed.frameworks.pair import Side, generated
 from testbed.orchestrator import TerminationReason
-from testbed.transcript import Message, ToolCall, ToolResult, Usage
+from testbed.transcript import Message, ToolCall, Usage
 
 # camel after camel_roleplay, which makes it importable under mcp 2 and turns its logging off
 from camel.agents import ChatAgent
 from camel.messages import BaseMessage, FunctionCallingMessage
-from camel.models import ModelFactory
 from camel.toolkits import FunctionTool
-from camel.types import ModelPlatformType, OpenAIBackendRole, RoleType
+from camel.types import OpenAIBackendRole, RoleType
 
 CAMEL_SPEAKER = "camel"
 """The speaker of a tool result CAMEL wrote itself, for a call that never reached the environment."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_serializer
+from pydantic import Field, ValidationInfo, field_validator
 
 from testbed.specs.agent import Strict
 from testbed.specs.conversation import distinct_temperatures, distinct_values
