@@ -36,9 +36,15 @@ def dialogue_with(folder, target: str, options: dict | None = None, items: int =
         "temperatures": [0.0], "max_tokens": 16, "max_user_turns": 3, "end_marker": "[[END]]"}))
 
 
+def interruptible() -> None:
+    """SIGINT's default in the child, as a terminal gives it: a test run started in the background of a non-interactive
+    shell ignores SIGINT, and a child inherits that, so a SIGINT test would test nothing there."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def start(spec: str, store) -> subprocess.Popen:
     return subprocess.Popen([*TESTBED, "run", spec, "--store", str(store), "-q", "--no-judge", "--no-report"], cwd=REPO,
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
 
 
 @pytest.mark.parametrize("what, raised", [
