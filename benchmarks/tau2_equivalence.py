@@ -34,7 +34,7 @@ import pandas as pd
 
 from tau2_bench_specs import REPO, write_tau2_scenario
 
-from testbed.analysis.tau2_metrics import counted_rewards
+from testbed.analysis.tau2_metrics import bootstrap_means, counted_rewards
 from testbed.runner import run_scenario
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import Store
@@ -55,14 +55,6 @@ def paired_frame(native: pd.DataFrame, tau2: pd.DataFrame) -> pd.DataFrame:
     return both.assign(difference=both.task_score_tau2 - both.task_score_native)
 
 
-def task_means(per_task: np.ndarray, seed: int = 0) -> np.ndarray:
-    """Bootstrap means of per-task differences, tasks resampled whole (empty with fewer than two tasks)."""
-    if len(per_task) < 2:
-        return np.array([])
-    rng = np.random.default_rng(seed)
-    return per_task[rng.integers(0, len(per_task), size=(RESAMPLES, len(per_task)))].mean(axis=1)
-
-
 def interval(means: np.ndarray, level: float) -> tuple[float, float]:
     """The percentile interval of bootstrap means at `level` (nan without any)."""
     if not len(means):
@@ -76,7 +68,7 @@ def equivalence(pairs: pd.DataFrame, margin: float, alpha: float = 0.05) -> dict
     """The paired result: mean difference (tau2 − native), its 90 % (1 − 2α) and 95 % task-bootstrap intervals, the
     two one-sided p-values and the verdict."""
     per_task = pairs.groupby("item_id").difference.mean().to_numpy()
-    means = task_means(per_task)
+    means = bootstrap_means(per_task, RESAMPLES)
     lo, hi = interval(means, 1 - 2 * alpha)
     p_lower = float((means <= -margin).mean()) if len(means) else math.nan
     p_upper = float((means >= margin).mean()) if len(means) else math.nan

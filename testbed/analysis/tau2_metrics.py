@@ -106,18 +106,26 @@ def reward_interval(rewards: Sequence[float], z: float = 1.959964) -> tuple[floa
     return float(lo), float(hi), "bootstrap"
 
 
+def bootstrap_means(differences: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
+    """The seeded bootstrap distribution of the mean of paired differences, pairs resampled whole (drawn in chunks of
+    about a million values); empty with fewer than two pairs. Intervals and one-sided tests are read off it."""
+    n = len(differences)
+    if n < 2:
+        return np.array([])
+    x = np.asarray(differences, dtype=float)
+    rng = np.random.default_rng(0)
+    chunk = max(1, 1_000_000 // n)
+    return np.concatenate([x[rng.integers(0, n, size=(min(chunk, resamples - start), n))].mean(axis=1)
+                           for start in range(0, resamples, chunk)])
+
+
 def paired_bootstrap_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of paired differences: pairs are resampled whole, so what the
     two sides share (the task, the trial's luck) stays in each pair. Seeded like `reward_interval`'s bootstrap so
     a comparison is reproducible; it needs two pairs (nan otherwise). `level` is the interval's coverage."""
-    n = len(differences)
-    if n < 2:
+    means = bootstrap_means(differences)
+    if not len(means):
         return math.nan, math.nan
-    x = np.asarray(differences, dtype=float)
-    rng = np.random.default_rng(0)
-    chunk = max(1, 1_000_000 // n)
-    means = np.concatenate([x[rng.integers(0, n, size=(min(chunk, BOOTSTRAP_RESAMPLES - start), n))].mean(axis=1)
-                            for start in range(0, BOOTSTRAP_RESAMPLES, chunk)])
     tail = (1 - level) / 2
     lo, hi = np.quantile(means, [tail, 1 - tail])
     return float(lo), float(hi)
