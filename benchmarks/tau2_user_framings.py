@@ -34,16 +34,14 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-import yaml
+from tau2_bench_specs import REPO, write_tau2_scenario
 
 from testbed.analysis.tau2_metrics import counted_rewards, reward_interval
 from testbed.runner import default_run_id, run_scenario
 from testbed.scenarios.tau2.domains import domain
-from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df
 
-REPO = Path(__file__).resolve().parent.parent
 MODES = ("instructed", "raw", "transcript", "oneshot")
 AGENT_VOICE = re.compile(
     r"\bhow (?:can|may|could) i (?:help|assist|be of)|\bwhat can i (?:do|help)|\banything else i can\b"
@@ -85,19 +83,6 @@ def reason_for_call(task) -> str:
     """The task's reason for the call, or its whole instructions where they are one text."""
     instructions = task.user_scenario.instructions
     return instructions if isinstance(instructions, str) else str(instructions.reason_for_call or instructions)
-
-
-def write_spec(work: Path, domain_name: str, limit: int | None, assistant: Path, user: Path, modes: list[str],
-               max_steps: int, max_tokens: int) -> Path:
-    """The scenario of one domain × user model, every framing a user mode; its path."""
-    tasks = {"limit": limit} if limit else {}
-    data = {"kind": "tau2", "name": f"framings-{domain_name}-{user.stem}", "domain": domain_name, "tasks": tasks,
-            "trials": 1, "assistant": str(assistant.resolve()), "user": str(user.resolve()), "user_modes": modes,
-            "user_prompt_file": str(REPO / "scenarios/prompts/user-tau2.md"), "temperatures": [0.0],
-            "max_tokens": max_tokens, "max_steps": max_steps}
-    path = work / f"{data['name']}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def run_wall_s(store: Store, run_id: str) -> float:
@@ -150,8 +135,9 @@ async def measure(args: argparse.Namespace) -> list[dict]:
     store, rows = Store(args.store), []
     for domain_name, limit in args.tasks:
         for user in args.users:
-            spec = write_spec(args.work, domain_name, limit, args.assistant, user, args.modes, args.max_steps, args.max_tokens)
-            scenario = load_scenario(spec)
+            scenario = write_tau2_scenario(args.work, f"framings-{domain_name}-{user.stem}", assistant=args.assistant, user=user,
+                                           domain=domain_name, limit=limit, user_modes=tuple(args.modes),
+                                           max_tokens=args.max_tokens, max_steps=args.max_steps)
             if args.report_only:
                 run_id = default_run_id(scenario, "native", store)
             else:
