@@ -42,8 +42,8 @@ from testbed.backends.base import describe
 from testbed.backends.factory import VLLM_CAPABILITIES
 from testbed.backends.openai_http import OpenAICompatibleBackend
 from testbed.frameworks import framework
-from testbed.orchestrator import Limits
-from testbed.participants import Assistant, DialogueUser, TurnSampling
+from testbed.loop.orchestrator import Limits
+from testbed.loop.participants import Assistant, DialogueUser, TurnSampling
 from testbed.specs.agent import AgentSpec, SamplingSpec
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript

@@ -42,7 +42,7 @@ Figures per latency, medians over the rounds:
 Before every timed batch, of either client, the benchmark collects garbage and freezes what is left
 (`gc.freeze()`), as a lean process would start: the ~200,000 objects its imports leave would
 otherwise be walked by every full collection, at the cost of whichever client is running. The
-testbed sets the collector for a run itself (testbed.runner.lean_collector); the bare loop keeps Python's.
+testbed sets the collector for a run itself (testbed.running.runner.lean_collector); the bare loop keeps Python's.
 
 Every conversation of a batch starts at once, so turns go in waves: a thousand requests, the
 server's latency, a thousand replies for the client to handle. Neither side is busy all the time
@@ -75,7 +75,7 @@ from frameworks import Sample, machine, measured, mock_server, pin_client, sampl
 from rich.console import Console
 
 from testbed.backends.base import describe
-from testbed.runner import plan, run_scenario
+from testbed.running.runner import plan, run_scenario
 from testbed.scenarios.dialogue import opening_transcript
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import Store

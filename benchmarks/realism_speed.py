@@ -25,10 +25,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from testbed.analysis.realism import prepare_turns, realism_table, unit_embeddings  # noqa: E402
-from testbed.analysis.realism_discriminator import bootstrap_auc, discriminate  # noqa: E402
-from testbed.analysis.realism_features import feature_matrix  # noqa: E402
-from testbed.analysis.realism_measures import bootstrap_jsd, bootstrap_median, context_resample_weights  # noqa: E402
+from testbed.analysis.realism.table import prepare_turns, realism_table, unit_embeddings  # noqa: E402
+from testbed.analysis.realism.discriminator import bootstrap_auc, discriminate  # noqa: E402
+from testbed.analysis.realism.features import feature_matrix  # noqa: E402
+from testbed.analysis.realism.measures import bootstrap_jsd, bootstrap_median, context_resample_weights  # noqa: E402
 from testbed.judges.taxonomy import LABELS  # noqa: E402
 
 WORDS = ("the a loop function error value list table thanks please why how what explain more again code "

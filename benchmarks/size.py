@@ -9,7 +9,7 @@ rows). Items are as many as `--episodes` needs. The agents talk to the mock Open
 (`benchmarks/mock_openai.py`, no latency, so what is measured is the testbed's own cost), and each
 phase runs in its own process, the way a researcher runs them:
 
-- plan: loading the spec and building the episode plan (`testbed.runner.plan`, per sweep cell);
+- plan: loading the spec and building the episode plan (`testbed.running.runner.plan`, per sweep cell);
 - run: `testbed run SPEC --no-judge --no-report`;
 - judge: `testbed judge RUN --judge local`;
 - report: `testbed report RUN` (the tables).
@@ -50,7 +50,7 @@ SAMPLES = 2
 
 PLAN_SNIPPET = """
 import sys
-from testbed.runner import plan
+from testbed.running.runner import plan
 from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.specs.loader import load_scenario
 path = find_sweep(sys.argv[1])

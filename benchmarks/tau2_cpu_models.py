@@ -32,9 +32,9 @@ from pathlib import Path
 
 from tau2_bench_specs import REPO, write_tau2_scenario
 
-from testbed.analysis.tau2_metrics import counted_rewards, reward_interval
+from testbed.analysis.tau2.metrics import counted_rewards, reward_interval
 from testbed.backends.tool_call_text import read_tool_calls
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df
 

@@ -63,7 +63,7 @@ import yaml
 from frameworks import machine, measured, mock_server, pin_client
 
 import testbed.scenarios.tau2.scoring as tau2_scoring
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.tau2.domains import Tau2Domain, domain
 from testbed.scenarios.tau2.evaluation import evaluate
 from testbed.specs.loader import ResolvedScenario, load_scenario
@@ -221,7 +221,7 @@ def environment_costs(d: Tau2Domain, script: list[list[dict]], store: Store, run
     on one stored episode through the testbed's registered environment and through τ²'s own."""
     from tau2.domains.airline.environment import get_environment
 
-    from testbed.orchestrator import TerminationReason
+    from testbed.loop.orchestrator import TerminationReason
 
     envs = timed_each({"testbed environment": d.new_environment, "fresh τ² environment": get_environment,
                        "testbed environment + calls": lambda: play_script(d.new_environment(), script),

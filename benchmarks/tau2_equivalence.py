@@ -34,8 +34,8 @@ import pandas as pd
 
 from tau2_bench_specs import REPO, write_tau2_scenario
 
-from testbed.analysis.tau2_metrics import bootstrap_means, counted_rewards
-from testbed.runner import run_scenario
+from testbed.analysis.tau2.metrics import bootstrap_means, counted_rewards
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import ResolvedScenario, load_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df

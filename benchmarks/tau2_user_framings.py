@@ -36,8 +36,8 @@ from pathlib import Path
 
 from tau2_bench_specs import REPO, write_tau2_scenario
 
-from testbed.analysis.tau2_metrics import counted_rewards, reward_interval
-from testbed.runner import default_run_id, run_scenario
+from testbed.analysis.tau2.metrics import counted_rewards, reward_interval
+from testbed.running.runner import default_run_id, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df

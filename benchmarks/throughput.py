@@ -24,7 +24,7 @@ from testbed.backends.embedded import EMBEDDED_NAME, prepare_embedded_model
 from testbed.backends.factory import VLLM_CAPABILITIES
 from testbed.backends.openai_http import OpenAICompatibleBackend
 from testbed.datasets import load_items
-from testbed.participants import Assistant
+from testbed.loop.participants import Assistant
 from testbed.specs.agent import AgentSpec, SamplingSpec
 from testbed.specs.loader import ResolvedAgent
 from testbed.store import EpisodeKey, EpisodeOutcome, Store

@@ -16,7 +16,7 @@ from pathlib import Path
 import testbed
 from _shared import agent, options
 from testbed.analysis.drift import drift_summary, run_drift, summary_line
-from testbed.analysis.graph_drawing import draw_episode
+from testbed.analysis.figures.graph_drawing import draw_episode
 from testbed.analysis.graphs import episode_graph, episode_messages
 from testbed.store.labels import labels_frame
 

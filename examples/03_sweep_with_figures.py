@@ -15,7 +15,7 @@ from pathlib import Path
 
 import testbed
 from _shared import agent, options
-from testbed.analysis.figure_drawing import write_figures
+from testbed.analysis.figures.drawing import write_figures
 
 args = options(__doc__, extra=lambda p: p.add_argument("--agents", help="comma-separated agent specs (default: the embedded model)"))
 agents = args.agents.split(",") if args.agents else [agent(args)]

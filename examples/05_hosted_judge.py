@@ -17,7 +17,7 @@ import yaml
 
 import testbed
 from _shared import agent, options
-from testbed.analysis.agreement import compare
+from testbed.analysis.judge_quality.agreement import compare
 from testbed.judges.taxonomy import taxonomy
 from testbed.store.labels import labels_frame
 

@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from testbed.analysis.labelset import agreement, annotation_items, disagreements, merge, read_labels, write_batches
+from testbed.analysis.judge_quality.labelset import agreement, annotation_items, disagreements, merge, read_labels, write_batches
 from testbed.store import Store
 
 GOLD_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "gold" / "dev.jsonl"

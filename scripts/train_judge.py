@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
-from testbed.analysis.judge_training import ALL_KINDS, GRIDS, train_with_error_rates
+from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT / "judges" / "training"

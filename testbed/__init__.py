@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from testbed.backends.agent_protocol import Agent, AgentMessage, AgentTurn
     from testbed.analysis.perturbation import perturbation_effects
-    from testbed.analysis.report import report_frame
-    from testbed.analysis.run_graphs import RunGraphs, draw_run_graphs
-    from testbed.comparison import Comparison, compare, load_comparable, run_comparison
+    from testbed.analysis.reports.probe import report_frame
+    from testbed.analysis.figures.run_graphs import RunGraphs, draw_run_graphs
+    from testbed.running.comparison import Comparison, compare, load_comparable, run_comparison
     from testbed.judges.human_labels import import_human_labels
-    from testbed.orchestrator import TerminationReason
-    from testbed.runner import RunSummary, run_scenario
+    from testbed.loop.orchestrator import TerminationReason
+    from testbed.running.runner import RunSummary, run_scenario
     from testbed.specs.loader import load_agent, load_scenario
     from testbed.specs.sweep import load_sweep
     from testbed.store import Store
     from testbed.store.frames import episodes_df, labels_df, messages_df, turns_df
     from testbed.store.labels import default_identity
-    from testbed.sweep_runner import run_sweep
+    from testbed.running.sweep_runner import run_sweep
     from testbed.transcript import Message, Transcript
 
 __version__ = "0.1.0"
@@ -43,18 +43,18 @@ _API = {
     "load_scenario": "testbed.specs.loader:load_scenario",
     "load_agent": "testbed.specs.loader:load_agent",
     "load_sweep": "testbed.specs.sweep:load_sweep",
-    "run_scenario": "testbed.runner:run_scenario",
-    "run_sweep": "testbed.sweep_runner:run_sweep",
-    "compare": "testbed.comparison:compare",
-    "run_comparison": "testbed.comparison:run_comparison",
-    "load_comparable": "testbed.comparison:load_comparable",
-    "Comparison": "testbed.comparison:Comparison",
-    "report_frame": "testbed.analysis.report:report_frame",
+    "run_scenario": "testbed.running.runner:run_scenario",
+    "run_sweep": "testbed.running.sweep_runner:run_sweep",
+    "compare": "testbed.running.comparison:compare",
+    "run_comparison": "testbed.running.comparison:run_comparison",
+    "load_comparable": "testbed.running.comparison:load_comparable",
+    "Comparison": "testbed.running.comparison:Comparison",
+    "report_frame": "testbed.analysis.reports.probe:report_frame",
     "perturbation_effects": "testbed.analysis.perturbation:perturbation_effects",
-    "draw_run_graphs": "testbed.analysis.run_graphs:draw_run_graphs",
-    "RunGraphs": "testbed.analysis.run_graphs:RunGraphs",
+    "draw_run_graphs": "testbed.analysis.figures.run_graphs:draw_run_graphs",
+    "RunGraphs": "testbed.analysis.figures.run_graphs:RunGraphs",
     "import_human_labels": "testbed.judges.human_labels:import_human_labels",
-    "RunSummary": "testbed.runner:RunSummary",
+    "RunSummary": "testbed.running.runner:RunSummary",
     "Store": "testbed.store:Store",
     "episodes_df": "testbed.store.frames:episodes_df",
     "messages_df": "testbed.store.frames:messages_df",
@@ -63,7 +63,7 @@ _API = {
     "default_identity": "testbed.store.labels:default_identity",
     "Transcript": "testbed.transcript:Transcript",
     "Message": "testbed.transcript:Message",
-    "TerminationReason": "testbed.orchestrator:TerminationReason",
+    "TerminationReason": "testbed.loop.orchestrator:TerminationReason",
     "Agent": "testbed.backends.agent_protocol:Agent",
     "AgentTurn": "testbed.backends.agent_protocol:AgentTurn",
     "AgentMessage": "testbed.backends.agent_protocol:AgentMessage",
@@ -109,10 +109,10 @@ def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_pro
     """
     import asyncio
 
-    from testbed.runner import run_scenario
+    from testbed.running.runner import run_scenario
     from testbed.specs.loader import load_scenario
     from testbed.specs.sweep import ResolvedSweep, find_sweep, load_sweep
-    from testbed.sweep_runner import run_sweep
+    from testbed.running.sweep_runner import run_sweep
 
     resolved = scenario
     if isinstance(scenario, str) or hasattr(scenario, "__fspath__"):

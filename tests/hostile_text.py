@@ -108,7 +108,7 @@ def build_hostile_store(folder: Path) -> tuple[Path, str]:
     labelled by the local judge, and a framework run with a wire log (`WIRE_RUN`)."""
     from testbed.judges.runner import judge_run
     from testbed.judges.specs import load_judge
-    from testbed.runner import run_scenario
+    from testbed.running.runner import run_scenario
     from testbed.specs.loader import load_scenario
 
     path = folder / "hostile.sqlite"

@@ -13,7 +13,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from mock_openai import MockOpenAI  # noqa: E402
 
 from test_comparison import dialogue  # noqa: E402
-from testbed.comparison import agent_label, load_comparable, run_comparison, with_agent  # noqa: E402
+from testbed.running.comparison import agent_label, load_comparable, run_comparison, with_agent  # noqa: E402
 from testbed.specs.loader import load_agent  # noqa: E402
 from testbed.store import Store  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""`testbed.comparison`: the user modes every framework can run, one run and one judging per framework, the table."""
+"""`testbed.running.comparison`: the user modes every framework can run, one run and one judging per framework, the table."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from mock_openai import MockOpenAI  # noqa: E402
 
-from testbed.comparison import FrameworkFailed, common_user_modes, load_comparable, run_comparison  # noqa: E402
+from testbed.running.comparison import FrameworkFailed, common_user_modes, load_comparable, run_comparison  # noqa: E402
 from testbed.store import Store  # noqa: E402
 
 

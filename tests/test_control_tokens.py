@@ -16,7 +16,7 @@ from testbed.judges.llm_judge import LLMJudge
 from testbed.judges.prompting import render_prompt
 from testbed.judges.specs import load_judge
 from testbed.judges.verdict import JudgeInput
-from testbed.participants import Assistant, DialogueUser, SimulatedUser, TurnSampling
+from testbed.loop.participants import Assistant, DialogueUser, SimulatedUser, TurnSampling
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript

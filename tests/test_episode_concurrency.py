@@ -8,7 +8,7 @@ import pytest
 
 from helpers import write_yaml
 from testbed.backends.base import BackendUnavailable, Capabilities, Completion, GenerateRequest
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.transcript import Usage
 

@@ -18,7 +18,7 @@ from mock_openai import MockOpenAI  # noqa: E402
 
 from testbed.backends.factory import BackendPool  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 
 pytest.importorskip("openai")

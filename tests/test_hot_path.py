@@ -9,8 +9,8 @@ import pytest
 from helpers import REPO, write_yaml
 from testbed.backends.scripted import ScriptedBackend
 from testbed.control_tokens import ControlTokens
-from testbed.participants import Assistant, DialogueUser, TurnSampling, flipped_view, shown
-from testbed.runner import RUN_GC_THRESHOLD, run_scenario
+from testbed.loop.participants import Assistant, DialogueUser, TurnSampling, flipped_view, shown
+from testbed.running.runner import RUN_GC_THRESHOLD, run_scenario
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent, load_scenario
 from testbed.transcript import Message, Transcript, Usage

@@ -6,7 +6,7 @@ import pytest
 
 from testbed.backends.base import BackendError, Capabilities
 from testbed.backends.scripted import ScriptedBackend
-from testbed.participants import SimulatedUser, TurnSampling, render_conversation
+from testbed.loop.participants import SimulatedUser, TurnSampling, render_conversation
 from testbed.scenarios.perturbations import EXPLICIT_QUESTION, perturb
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent

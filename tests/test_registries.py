@@ -16,7 +16,7 @@ from helpers import write_yaml
 from testbed.backends.base import Capabilities, GenerateRequest
 from testbed.backends.factory import BackendPool, capabilities_of
 from testbed.registry import Ref, Registry, UnknownName
-from testbed.runner import plan, run_scenario, scenario_kind
+from testbed.running.runner import plan, run_scenario, scenario_kind
 from testbed.scenarios.base import EpisodeVariant, emit, variant
 from testbed.specs.agent import AgentSpec, CapabilitiesSpec, Strict
 from testbed.specs.conversation import PersonaSpec
@@ -257,7 +257,7 @@ def single_kind():
 
 
 async def test_a_kind_registered_by_a_test_loads_plans_runs_and_reports(single_kind, spec_dir, store, tmp_path):
-    from testbed.analysis.report import report_frame
+    from testbed.analysis.reports.probe import report_frame
     from testbed.backends.scripted import ScriptedBackend
 
     spec_dir()

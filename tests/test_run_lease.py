@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-import testbed.runner as runner
+import testbed.running.runner as runner
 from testbed.backends.scripted import ScriptedBackend
 from testbed.specs.loader import load_scenario
 from testbed.store import Store

@@ -8,7 +8,7 @@ import pytest
 
 from testbed.backends.base import BackendError, Capabilities
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import load_scenario
 

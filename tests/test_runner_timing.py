@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 
 

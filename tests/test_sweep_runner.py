@@ -12,11 +12,11 @@ from helpers import REPO, write_yaml
 from testbed.backends.base import BackendUnavailable
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app as cli
-from testbed.runner import plan
+from testbed.running.runner import plan
 from testbed.specs.errors import SpecError
 from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.store import Store
-from testbed.sweep_runner import AgentServers, run_sweep, sweep_run_id
+from testbed.running.sweep_runner import AgentServers, run_sweep, sweep_run_id
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_servers_start_once_and_stop_when_no_later_cell_needs_them(sweep_dir, mo
         async def close(self):
             events.append(("stop", self.name))
 
-    monkeypatch.setattr("testbed.sweep_runner.BackendPool", FakePool)
+    monkeypatch.setattr("testbed.running.sweep_runner.BackendPool", FakePool)
 
     async def walk(sweep):
         async with AgentServers(None) as servers:

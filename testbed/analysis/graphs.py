@@ -1,7 +1,7 @@
 """Conversation graphs (networkx): who replies to whom, which earlier turn a user turn copies, and
 how labels follow one another; written as GraphML so other tools (Gephi, yEd) can open them.
 
-Drawing lives in `testbed.analysis.graph_drawing`, so that building graphs never imports matplotlib.
+Drawing lives in `testbed.analysis.figures.graph_drawing`, so that building graphs never imports matplotlib.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from testbed.orchestrator import ASSISTANT_DONE
+from testbed.loop.orchestrator import ASSISTANT_DONE
 from testbed.scenarios.info_gathering import FactRelease, is_final_output
 from testbed.scenarios.info_tasks import InfoTask, count_questions, mentioned_facts
 from testbed.transcript import Message, generated_user_turns

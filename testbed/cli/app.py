@@ -45,7 +45,7 @@ def run(
 ) -> None:
     """Run a scenario (or resume it: finished episodes are kept, the rest are done)."""
     from testbed.frameworks.base import FrameworkNotInstalled
-    from testbed.runner import preflight, run_scenario
+    from testbed.running.runner import preflight, run_scenario
     from testbed.specs.loader import load_scenario
     from testbed.specs.sweep import find_sweep
 
@@ -97,7 +97,7 @@ def _sweep_job(path: Path, assistant, user, framework: str, wire, limit, user_mo
     """The coroutine factory that runs a sweep, after refusing options a sweep does not take."""
     from testbed.frameworks.base import runs_sweeps
     from testbed.specs.sweep import load_sweep
-    from testbed.sweep_runner import preflight_sweep, run_sweep
+    from testbed.running.sweep_runner import preflight_sweep, run_sweep
 
     refused = [name for name, given in (("--assistant", assistant), ("--user", user), ("--wire", wire)) if given is not None]
     if not runs_sweeps(framework):
@@ -142,10 +142,10 @@ def show(
     user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user")] = None,
 ) -> None:
     """Print the fully resolved scenario or sweep (agents and prompts included) and its run id."""
-    from testbed.runner import default_run_id
+    from testbed.running.runner import default_run_id
     from testbed.specs.loader import load_scenario
     from testbed.specs.sweep import find_sweep, load_sweep
-    from testbed.sweep_runner import sweep_run_id
+    from testbed.running.sweep_runner import sweep_run_id
 
     try:
         if (path := find_sweep(spec)) is not None:
@@ -161,7 +161,7 @@ def show(
 
 def _cell_sizes(sweep) -> dict[str, int]:
     """Episodes per sweep cell, by assistant × dataset (and user, when a sweep puts several users in front of one assistant)."""
-    from testbed.runner import plan
+    from testbed.running.runner import plan
 
     cells = [(c.assistant.spec.name, c.spec.dataset) for c in sweep.cells]
     by_user = len(set(cells)) < len(cells)

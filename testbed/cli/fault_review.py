@@ -29,7 +29,7 @@ def review_faults(
     """Ask a model, for every fault the rules flagged on a user turn of a finished τ² episode, whether it hindered the
     agent or was harmless; faults it already gave a verdict on are skipped. `testbed report` then shows the share judged
     hindering per condition."""
-    from testbed.analysis.tau2_faults import flagged_faults
+    from testbed.analysis.tau2.faults import flagged_faults
     from testbed.judges.fault_review import load_reviewer
     from testbed.judges.fault_review_run import review_faults as review
     from testbed.store.labels import fast_identity, resolve_identity

@@ -55,7 +55,7 @@ def compare(
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
     and print the frameworks side by side, paired with `native` on the same episodes."""
-    from testbed.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
+    from testbed.running.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
     from testbed.frameworks.base import FrameworkNotInstalled, frameworks_for
     from testbed.specs.loader import load_agent, load_scenario
     from testbed.judges.specs import load_judge
@@ -98,7 +98,7 @@ def _say_run(done, out) -> None:
 
 
 def _print_comparison(comparison, fmt: str, db) -> None:
-    from testbed.analysis.compare_render import comparison_tables, comparison_text
+    from testbed.analysis.reports.compare_render import comparison_tables, comparison_text
 
     frame, shapes, episode = comparison.frame, comparison.shapes, comparison.episode
     if fmt == "table":
@@ -113,8 +113,8 @@ def _print_comparison(comparison, fmt: str, db) -> None:
 
 def _print_realism(comparison, fmt: str, db) -> None:
     """Each framework's simulated users against the real users, when the compared scenario runs over real contexts."""
-    from testbed.analysis.realism_render import as_markdown, as_rich
-    from testbed.analysis.realism_runs import run_realism
+    from testbed.analysis.realism.render import as_markdown, as_rich
+    from testbed.analysis.realism.runs import run_realism
 
     for framework, run_id in comparison.run_ids.items():
         realism = run_realism(db, run_id, comparison.identities.get(framework), closeness=True)

@@ -14,7 +14,7 @@ from testbed.cli.shell import labelled_run
 
 def episode_named(known: list[str], wanted: str, run_id: str) -> str:
     """The one episode id `wanted` names, exactly or as a unique prefix; fail (exit 2) saying why otherwise."""
-    from testbed.analysis.run_graphs import UnknownEpisode, find_episode
+    from testbed.analysis.figures.run_graphs import UnknownEpisode, find_episode
 
     try:
         return find_episode(known, wanted, run_id)
@@ -33,7 +33,7 @@ def graph(
 ) -> None:
     """Draw conversation graphs (GraphML + PNG): one episode, or the run's label transitions, in-role
     survival curves and its most telling episodes (drifted ones first, earliest onset first)."""
-    from testbed.analysis.run_graphs import UnknownEpisode, draw_run_graphs
+    from testbed.analysis.figures.run_graphs import UnknownEpisode, draw_run_graphs
 
     db = open_store(store, readonly=True)
     run, who = labelled_run(db, run_id, judge)

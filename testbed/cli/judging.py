@@ -64,8 +64,8 @@ def agree(
     store: StoreOpt = None,
 ) -> None:
     """Cohen's κ, per-label precision/recall and the confusion matrix between two annotators of a run."""
-    from testbed.analysis.agreement import fleiss_kappa
-    from testbed.analysis.annotations import binary_and_label_agreement, common_labels
+    from testbed.analysis.judge_quality.agreement import fleiss_kappa
+    from testbed.analysis.judge_quality.annotations import binary_and_label_agreement, common_labels
 
     for option, names in (("--a", [a]), ("--b", [b]), ("--c", more or [])):
         for name in names:
@@ -127,7 +127,7 @@ def eval_judge(
     so is the rate of reviewed labels (the reference as reviewer). With --reviewer an LLM judge reviews the
     least sure turns and the curve is printed again with its labels. With --record the figures are kept, with
     the set's sha256, as the measured figures behind this judge (testbed.judges.evaluations)."""
-    from testbed.analysis.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
+    from testbed.analysis.judge_quality.judge_eval import (error_rates, evaluate, gold_conditions, hand_labelling_curve, per_condition_rates,
                                              read_gold, reviewed_conditions, run_judge,
                                              with_corrected_conditions)
     from testbed.judges.learned.doubt import stored_margin
@@ -191,7 +191,7 @@ def eval_judge(
 
 def _print_reviewer_curve(review_judge, name: str, items: list, judged: list, margins: list[float], upto: float) -> None:
     """Run the reviewer on the least sure `upto` share of the judged turns and print the agreement curve with its labels."""
-    from testbed.analysis.judge_eval import HAND_SHARES, least_sure_order, reviewer_curve, run_judge
+    from testbed.analysis.judge_quality.judge_eval import HAND_SHARES, least_sure_order, reviewer_curve, run_judge
 
     chosen = least_sure_order(margins)[:round(upto * len(judged))]
     say(f"reviewing the least sure {len(chosen)} turns ({upto:.0%}) with {name}...")

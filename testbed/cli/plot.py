@@ -21,7 +21,7 @@ def plot(
 ) -> None:
     """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes, in-role
     survival and, on real contexts, realism; a figure the run cannot support is skipped with the reason."""
-    from testbed.analysis.figure_drawing import write_figures
+    from testbed.analysis.figures.drawing import write_figures
     db = open_store(store, readonly=True)
     run, who = labelled_run(db, run_id, judge)
     folder = output_folder(out if out is not None else Path("plots") / run)

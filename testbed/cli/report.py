@@ -23,8 +23,8 @@ def report(
     store: StoreOpt = None,
 ) -> None:
     """Print what a run measured, per model × dataset × mode × temperature, with judge labels."""
-    from testbed.analysis.render import FORMATS
-    from testbed.analysis.tau2_metrics import ERRORED_AS
+    from testbed.analysis.reports.render import FORMATS
+    from testbed.analysis.tau2.metrics import ERRORED_AS
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")

@@ -29,8 +29,8 @@ def print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_wi
                  errored: str | None = None) -> None:
     """Print a run's report in `fmt` (with the tables beside it for `table`), or fail with one clear message."""
     from testbed.analysis.frames import shared_reads
-    from testbed.analysis.render import as_rich_tables, render
-    from testbed.analysis.report import ReportOptionError, report_frame
+    from testbed.analysis.reports.render import as_rich_tables, render
+    from testbed.analysis.reports.probe import ReportOptionError, report_frame
 
     try:
         meta = db.run(run_id)
@@ -103,8 +103,8 @@ def _print_judge_figures(db, run_id: str, who) -> None:
 
 def print_realism(db, run_id: str, who, fmt: str) -> None:
     """The realism table, when the run holds human-reference episodes (a run over real conversations)."""
-    from testbed.analysis.realism_render import as_markdown, as_rich
-    from testbed.analysis.realism_runs import run_realism
+    from testbed.analysis.realism.render import as_markdown, as_rich
+    from testbed.analysis.realism.runs import run_realism
 
     realism = run_realism(db, run_id, who, closeness=True)
     if realism.empty:
@@ -150,7 +150,7 @@ def print_perturbation_effects(db, run_id: str, who) -> None:
 
 def error_rates_file(path: Path):
     """Error counts written by `eval-judge --save-error-rates` (or the trainer), refused clearly when malformed."""
-    from testbed.analysis.correction import BadErrorRates, JudgeErrorRates
+    from testbed.analysis.judge_quality.correction import BadErrorRates, JudgeErrorRates
 
     try:
         return JudgeErrorRates.load(path)

@@ -23,7 +23,7 @@ from testbed.frameworks.base import AfterAssistant
 from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.prompt_stop import stopping_promptly
 from testbed.frameworks.run_log import framework_failure
-from testbed.orchestrator import Limits, TerminationReason, strip_marker, user_turn_count
+from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker, user_turn_count
 from testbed.transcript import Message, Transcript, Usage
 
 ASSISTANT, USER = "assistant", "simulated_user"

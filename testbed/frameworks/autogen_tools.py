@@ -62,7 +62,7 @@ from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.prompt_stop import stopping_promptly
 from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.tool_arguments import arguments_problem
 from testbed.transcript import Message, ToolCall, Usage
 

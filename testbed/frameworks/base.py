@@ -6,8 +6,8 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from testbed.orchestrator import Limits, TerminationReason
-from testbed.participants import Participant
+from testbed.loop.orchestrator import Limits, TerminationReason
+from testbed.loop.participants import Participant
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
 from testbed.transcript import Message, Transcript
@@ -113,5 +113,5 @@ def owns_client(name: str) -> bool:
 
 def runs_sweeps(name: str) -> bool:
     """True when a sweep can be run by the named framework: a sweep runs the testbed's own loop
-    (testbed.sweep_runner takes no framework), which a framework with its own client is not."""
+    (testbed.running.sweep_runner takes no framework), which a framework with its own client is not."""
     return not owns_client(name)

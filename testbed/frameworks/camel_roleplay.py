@@ -56,8 +56,8 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.base import AfterAssistant
 from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
-from testbed.orchestrator import Limits, TerminationReason, strip_marker
-from testbed.participants import Participant
+from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
+from testbed.loop.participants import Participant
 from testbed.transcript import Message, Transcript, Usage
 
 

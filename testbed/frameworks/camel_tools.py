@@ -54,7 +54,7 @@ from typing import Any
 from testbed.backends.base import BackendError
 from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model, with_clients
 from testbed.frameworks.pair import Side, generated
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.transcript import Message, ToolCall, Usage
 
 # camel after camel_roleplay, which makes it importable under mcp 2 and turns its logging off

@@ -65,7 +65,7 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.langgraph_graph import LangGraphDialogues, client, usage_of
 from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.frameworks.tool_desk import ENVIRONMENT, next_side
 from testbed.transcript import Message, ToolCall, ToolResult
 

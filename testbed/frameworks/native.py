@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from testbed.frameworks.base import AfterAssistant
 from testbed.frameworks.tool_episode import ToolEpisode, step_loop
-from testbed.orchestrator import Limits, TerminationReason, strip_marker
-from testbed.participants import Participant
+from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
+from testbed.loop.participants import Participant
 from testbed.transcript import Transcript
 
 

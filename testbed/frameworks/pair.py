@@ -5,7 +5,7 @@ settings: the same models on the same servers, the same system prompts, the same
 framework then does with them (how it maps roles, what it adds to the prompt, when it stops) is what
 a comparison measures, so nothing here shapes a request. The stop rules are the scenario's; each
 adapter builds its framework's own stop mechanism, and the decision inside it is `Limits.first_stop`
-(testbed.orchestrator), the one stop order the native loop asks too.
+(testbed.loop.orchestrator), the one stop order the native loop asks too.
 
 Frameworks send text as they hold it: the testbed's control-token neutralising (which the native
 participants apply to their views) is not applied inside a framework, and shows in the wire log.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.backends.base import BackendError, BackendUnavailable
-from testbed.participants import TurnSampling, agent_sampling
+from testbed.loop.participants import TurnSampling, agent_sampling
 from testbed.redaction import register_secret
 from testbed.transcript import Message, Transcript, Usage
 

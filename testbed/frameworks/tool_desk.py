@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.transcript import Message, ToolCall, ToolResult
 
 USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": TerminationReason.TRANSFER,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.frameworks.pair import Pair, Side, endpoint_of
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.frameworks.tool_desk import AGENT_SIGNAL, USER_SIGNALS, ToolDesk, next_side, strip_signals
 from testbed.transcript import Message, ToolCall, ToolResult, Transcript
 

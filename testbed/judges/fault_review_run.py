@@ -2,7 +2,7 @@
 
 Only the flagged faults are sent (each is a paid model call), each review is written the moment it
 arrives, and a rerun asks only about the faults this reviewer has not given a verdict on (an unscored
-review is asked again). Which faults are flagged is the caller's to say (testbed.analysis.tau2_faults
+review is asked again). Which faults are flagged is the caller's to say (testbed.analysis.tau2.faults
 `flagged_faults`), so the judges know no benchmark.
 """
 

@@ -5,7 +5,7 @@ so a run of 10,000 episodes opens in well under a second; transcripts are read o
 an episode is opened. Drift follows `testbed.analysis.drift`: the onset is the ordinal of the first
 generated user turn a judge gave a drift label, and unscored turns are never drift.
 
-A τ² run (kind `tau2`) also has its simulated-user faults (`testbed.analysis.tau2_faults.turn_faults`),
+A τ² run (kind `tau2`) also has its simulated-user faults (`testbed.analysis.tau2.faults.turn_faults`),
 read once when the run is opened, as the τ² report reads them; a run of any other kind reads none and
 imports nothing for them. Faults read from the text are the same under every judge; `role_drift` is a
 judge's drift label on a user turn, so it follows the chosen judge like the drift onset does. With τ²
@@ -224,7 +224,7 @@ def run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple["UserFault", 
 
     if not tau2_installed():
         return {}, "τ² is not installed, so user faults cannot be read"
-    from testbed.analysis.tau2_faults import turn_faults
+    from testbed.analysis.tau2.faults import turn_faults
     from testbed.scenarios.tau2.user_faults import UserFault
 
     try:

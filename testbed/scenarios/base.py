@@ -1,7 +1,7 @@
 """What every scenario kind provides: a deterministic plan of episodes and a runner for one unit.
 
 A *unit* is what variants share (a dataset item, a persona, a task); each variant is one episode
-with a stable id. The generic runner (testbed.runner) handles the store, resuming and progress.
+with a stable id. The generic runner (testbed.running.runner) handles the store, resuming and progress.
 """
 
 from __future__ import annotations

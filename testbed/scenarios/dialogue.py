@@ -11,8 +11,8 @@ from testbed.concurrency import gather_or_cancel
 from testbed.datasets import score_answer
 from testbed.frameworks import framework
 from testbed.frameworks.base import owns_client
-from testbed.orchestrator import ERROR, Limits
-from testbed.participants import Assistant, DialogueUser, Participant, user_sampling, with_tokens
+from testbed.loop.orchestrator import ERROR, Limits
+from testbed.loop.participants import Assistant, DialogueUser, Participant, user_sampling, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, load_dataset_items, variant
 from testbed.scenarios.human_reference import emit_references, with_reference
 from testbed.specs.loader import ResolvedScenario

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from testbed.datasets import DatasetItem
 from testbed.datasets.contexts import HUMAN_TURN, REAL_ANSWER, is_real_context
-from testbed.orchestrator import MAX_TURNS
+from testbed.loop.orchestrator import MAX_TURNS
 from testbed.scenarios.base import EpisodeVariant, variant
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.transcript import Message, Transcript

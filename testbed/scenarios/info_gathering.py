@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testbed.concurrency import gather_or_cancel
-from testbed.orchestrator import ASSISTANT_DONE
-from testbed.participants import DialogueUser, with_tokens
+from testbed.loop.orchestrator import ASSISTANT_DONE
+from testbed.loop.participants import DialogueUser, with_tokens
 from testbed.scenarios.base import EpisodeVariant, RunContext
 from testbed.scenarios.dialogue import (conversation_identity, conversation_sampling, opening_transcript, plan_conversations,
                                        run_conversation)

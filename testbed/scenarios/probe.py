@@ -16,8 +16,8 @@ from testbed.backends.factory import served_model_name
 from testbed.concurrency import gather_or_cancel
 from testbed.datasets import DatasetItem, score_answer
 from testbed.frameworks import framework
-from testbed.orchestrator import ERROR, Limits, user_turn_count
-from testbed.participants import Assistant, SimulatedUser, user_sampling
+from testbed.loop.orchestrator import ERROR, Limits, user_turn_count
+from testbed.loop.participants import Assistant, SimulatedUser, user_sampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, Sink, emit, load_dataset_items, stable_hash, variant
 from testbed.scenarios.human_reference import REAL_ASSISTANT, emit_references, has_reference, real_answer, with_reference
 from testbed.specs.perturbation import PerturbationSpec, perturbation_specs

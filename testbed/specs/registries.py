@@ -29,7 +29,7 @@ class ScenarioKindEntry:
     that reads the kind's extra files into ResolvedScenario (or None); `report` the name of the
     report entry (REPORTS) that builds this kind's report; `sweepable` True when a sweep can vary its
     assistant, user and dataset (a kind whose episodes open with a dataset item, or τ², whose `dataset` names the domain);
-    `user_faults` True when its runs' simulated-user faults can be read (testbed.analysis.tau2_faults);
+    `user_faults` True when its runs' simulated-user faults can be read (testbed.analysis.tau2.faults);
     `scripted_user` True when its episodes can seat the scripted τ² user (testbed.scenarios.tau2.scripted_user), which
     the simulator gap measures a model user against.
     """

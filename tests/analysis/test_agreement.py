@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from testbed.analysis.agreement import cohen_kappa, compare, f1_binary, fleiss_kappa
+from testbed.analysis.judge_quality.agreement import cohen_kappa, compare, f1_binary, fleiss_kappa
 
 
 def test_cohen_kappa_textbook_example():
@@ -50,7 +50,7 @@ def test_f1_binary():
 
 
 def test_hand_labelling_takes_the_least_sure_turns_first_and_never_one_without_a_margin():
-    from testbed.analysis.judge_eval import hand_labelling_curve
+    from testbed.analysis.judge_quality.judge_eval import hand_labelling_curve
 
     references = ["genuine_followup", "echo_assistant", "degenerate", "new_question"] * 5
     predicted = list(references)
@@ -68,7 +68,7 @@ def test_hand_labelling_takes_the_least_sure_turns_first_and_never_one_without_a
 
 
 def test_a_reviewer_curve_uses_the_reviewers_labels_keeps_unscored_ones_fast_and_stops_where_the_review_stopped():
-    from testbed.analysis.judge_eval import least_sure_order, reviewer_curve
+    from testbed.analysis.judge_quality.judge_eval import least_sure_order, reviewer_curve
 
     references = ["genuine_followup", "echo_assistant", "degenerate", "new_question"] * 5
     predicted = list(references)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from testbed.analysis.correction import JudgeErrorRates, corrected_rate, rogan_gladen
+from testbed.analysis.judge_quality.correction import JudgeErrorRates, corrected_rate, rogan_gladen
 
 
 def test_rogan_gladen_inverts_a_known_judge():
@@ -78,7 +78,7 @@ def test_eval_judge_saves_error_rates_and_the_report_shows_corrected_rates(tmp_p
 
     from testbed.backends.scripted import ScriptedBackend
     from testbed.cli import app as cli
-    from testbed.runner import run_scenario
+    from testbed.running.runner import run_scenario
     from testbed.specs.loader import load_scenario
     from testbed.store import Store
 
@@ -122,7 +122,7 @@ def test_eval_judge_saves_error_rates_and_the_report_shows_corrected_rates(tmp_p
 def test_the_table_report_shows_corrected_rates_and_one_model_column_for_self_play():
     import pandas as pd
 
-    from testbed.analysis.render import SELF_PLAY, as_rich_tables
+    from testbed.analysis.reports.render import SELF_PLAY, as_rich_tables
 
     base = {"user_mode": "raw", "temperature": 0.0, "perturbation": "none", "dataset": "gsm8k", "episodes": 10, "errors": 0,
             "accuracy": 0.5, "accuracy_lo": 0.2, "accuracy_hi": 0.8, "scored": 10, "user_turn_words": 5.0, "empty_user_turns": 0,
@@ -175,7 +175,7 @@ def _beta_hpd(a: float, b: float, level: float = 0.95) -> tuple[float, float]:
 def test_a_reviewer_taken_as_right_on_every_turn_gives_the_plain_binomial_posterior(x, n):
     from scipy.stats import beta
 
-    from testbed.analysis.correction import reviewed_rate
+    from testbed.analysis.judge_quality.correction import reviewed_rate
 
     out = reviewed_rate((0, 0, DEV), (x, n, None))
     lo, hi = _beta_hpd(x + 1, n - x + 1)
@@ -184,7 +184,7 @@ def test_a_reviewer_taken_as_right_on_every_turn_gives_the_plain_binomial_poster
 
 
 def test_a_review_of_no_turns_is_the_fast_judges_correction_and_the_parts_are_weighted_by_turns():
-    from testbed.analysis.correction import reviewed_rate
+    from testbed.analysis.judge_quality.correction import reviewed_rate
 
     alone, fast = reviewed_rate((6, 100, DEV), (0, 0, None)), corrected_rate(6, 100, DEV)
     assert alone.lo == pytest.approx(fast.lo, abs=0.01) and alone.hi == pytest.approx(fast.hi, abs=0.01)
@@ -207,7 +207,7 @@ def test_within_a_margin_band_counts_only_the_surer_turns_and_says_so():
 
 @pytest.mark.parametrize("fast, review", [((0, 13), (0, 2)), ((0, 48), (0, 2)), ((1, 13), (0, 2))])
 def test_a_reviewed_rate_with_no_follow_up_in_either_part_keeps_zero_in_its_interval(fast, review):
-    from testbed.analysis.correction import reviewed_rate
+    from testbed.analysis.judge_quality.correction import reviewed_rate
 
     out = reviewed_rate((*fast, DEV), (*review, None))
     assert out.lo == 0.0 < out.hi, "a sum of two posteriors has no density at 0, yet a share of 0 is the likeliest here"
@@ -216,7 +216,7 @@ def test_a_reviewed_rate_with_no_follow_up_in_either_part_keeps_zero_in_its_inte
 def test_an_interval_reaches_a_boundary_only_when_little_mass_lies_beyond_it():
     from scipy.stats import beta
 
-    from testbed.analysis.correction import BOUNDARY_SLACK, reviewed_rate
+    from testbed.analysis.judge_quality.correction import BOUNDARY_SLACK, reviewed_rate
 
     out = reviewed_rate((0, 0, DEV), (5, 50, None))
     assert out.lo > 0.0 and beta.cdf(out.lo, 6, 46) > BOUNDARY_SLACK, "5 of 50 leaves 1.6 % of the mass below the interval"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from testbed.analysis.correction import JudgeErrorRates, corrected_rate
+from testbed.analysis.judge_quality.correction import JudgeErrorRates, corrected_rate
 
 SE, SP, POSITIVES, NEGATIVES = 0.65, 0.93, 55, 335
 SHARES = (0.0, 0.02, 0.1, 0.3)

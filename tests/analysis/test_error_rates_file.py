@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.correction import BadErrorRates, JudgeErrorRates
+from testbed.analysis.judge_quality.correction import BadErrorRates, JudgeErrorRates
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = "write them with `testbed eval-judge GOLD --judge J --save-error-rates FILE`"

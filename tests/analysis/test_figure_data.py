@@ -8,13 +8,13 @@ import math
 
 import pytest
 
-from testbed.analysis.figure_data import FIGURES, answer_accuracy, figure_data
+from testbed.analysis.figures.data import FIGURES, answer_accuracy, figure_data
 from testbed.analysis.stats import wilson_interval
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeKey, EpisodeOutcome, Store
 from testbed.store.labels import JudgeIdentity, write_labels

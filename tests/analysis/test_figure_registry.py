@@ -7,8 +7,13 @@ import inspect
 import pandas as pd
 import pytest
 
-from testbed.analysis import figure_data, figure_drawing, realism_figure_drawing, realism_figures, tau2_figure_drawing, tau2_figures
-from testbed.analysis.figure_registry import Figure, FigureRegistry
+from testbed.analysis.figures import data as figure_data
+from testbed.analysis.figures import drawing as figure_drawing
+from testbed.analysis.figures import realism_drawing as realism_figure_drawing
+from testbed.analysis.figures import realism_data as realism_figures
+from testbed.analysis.tau2 import figure_drawing as tau2_figure_drawing
+from testbed.analysis.tau2 import figures as tau2_figures
+from testbed.analysis.figures.registry import Figure, FigureRegistry
 from testbed.registry import UnknownName
 from testbed.store.labels import JudgeIdentity
 
@@ -33,7 +38,7 @@ def test_the_figures_in_their_order_each_drawn_by_a_function_of_figure_drawing()
 
 def test_a_name_declared_twice_or_unknown_is_an_error():
     figures = FigureRegistry()
-    figures.figure("one", "One", draw="testbed.analysis.figure_drawing:draw_failure_modes")(lambda inputs: (pd.DataFrame(), None))
+    figures.figure("one", "One", draw="testbed.analysis.figures.drawing:draw_failure_modes")(lambda inputs: (pd.DataFrame(), None))
     with pytest.raises(ValueError, match="figure 'one' is already declared"):
         figures.figure("one", "Again", draw="x:y")(lambda inputs: (pd.DataFrame(), None))
     with pytest.raises(UnknownName, match="unknown figure 'two': use one of one"):

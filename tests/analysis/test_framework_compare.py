@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from testbed.analysis.compare_render import COLUMNS, columns_for, comparison_text
-from testbed.analysis.framework_compare import compare_frameworks, paired_with_native
+from testbed.analysis.reports.compare_render import COLUMNS, columns_for, comparison_text
+from testbed.analysis.reports.compare import compare_frameworks, paired_with_native
 from testbed.analysis.wire_shape import request_shape
 from testbed.store import EpisodeKey, EpisodeOutcome, Store, WireRecord
 from testbed.transcript import Message

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from testbed.analysis.drift import drift_onsets, survival_curve
-from testbed.analysis.graph_drawing import draw_episode, draw_survival, draw_transitions
+from testbed.analysis.figures.graph_drawing import draw_episode, draw_survival, draw_transitions
 from testbed.analysis.graphs import (
     START, episode_graph, label_sequences, label_transition_graph, read_graphml, similarity, write_graphml,
 )

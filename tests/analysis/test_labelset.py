@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from testbed.analysis.labelset import SHOWN, agreement, annotation_items, disagreements, merge, read_labels, write_batches
+from testbed.analysis.judge_quality.labelset import SHOWN, agreement, annotation_items, disagreements, merge, read_labels, write_batches
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
 

@@ -8,7 +8,7 @@ from testbed.analysis.perturbation import perturbation_effects
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.perturbations import EXPLICIT_QUESTION
 from testbed.specs.loader import load_scenario
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from testbed.analysis.realism import REALISM_COLUMNS, human_baseline, realism_frame_columns, realism_table
-from testbed.analysis.realism_measures import plug_in_jsd_bias
+from testbed.analysis.realism.table import REALISM_COLUMNS, human_baseline, realism_frame_columns, realism_table
+from testbed.analysis.realism.measures import plug_in_jsd_bias
 from testbed.analysis.stats import wilson_interval
 
 TOPICS = ["recursion", "sourdough bread", "tax returns", "the french revolution", "css grid", "sql joins",

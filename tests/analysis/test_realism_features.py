@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from testbed.analysis.realism_features import (
+from testbed.analysis.realism.features import (
     SURFACE_FEATURES,
     english_mask,
     feature_matrix,

@@ -10,15 +10,15 @@ import pytest
 
 from helpers import REPO, write_yaml
 from synthetic_chats import ANSWERS, QUESTIONS, REPLIES, chats_file  # noqa: F401
-from testbed.analysis.figure_data import figure_data
-from testbed.analysis.figure_drawing import write_figures
-from testbed.analysis.figure_registry import FigureInputs
-from testbed.analysis.realism_figures import NO_REFERENCE, REAL_USERS, realism_conditions, realism_labels
+from testbed.analysis.figures.data import figure_data
+from testbed.analysis.figures.drawing import write_figures
+from testbed.analysis.figures.registry import FigureInputs
+from testbed.analysis.figures.realism_data import NO_REFERENCE, REAL_USERS, realism_conditions, realism_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.frames import episodes_df
 from testbed.store.labels import resolve_identity
@@ -136,8 +136,8 @@ def test_a_run_without_human_references_skips_both_realism_figures(store):
 
 
 def test_a_weak_reference_is_said_in_the_title(monkeypatch, tmp_path):
-    from testbed.analysis import realism_figure_drawing as drawing
-    from testbed.analysis.figure_data import FigureData
+    from testbed.analysis.figures import realism_drawing as drawing
+    from testbed.analysis.figures.data import FigureData
 
     titles = []
     monkeypatch.setattr(drawing, "heading", lambda fig, title: titles.append(title))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from testbed.analysis.realism_discriminator import discriminate, giveaway_phrase, weighted_auc
-from testbed.analysis.realism_measures import (
+from testbed.analysis.realism.discriminator import discriminate, giveaway_phrase, weighted_auc
+from testbed.analysis.realism.measures import (
     bootstrap_jsd,
     bootstrap_median,
     bootstrap_ratio_of_sums,

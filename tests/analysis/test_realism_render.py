@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.realism import HUMAN_BASELINE_COLUMNS, REALISM_COLUMNS
-from testbed.analysis.realism_render import HEADER, as_markdown, realism_rows
-from testbed.analysis.realism_runs import RunRealism
+from testbed.analysis.realism.table import HUMAN_BASELINE_COLUMNS, REALISM_COLUMNS
+from testbed.analysis.realism.render import HEADER, as_markdown, realism_rows
+from testbed.analysis.realism.runs import RunRealism
 
 
 def realism(model: str = "m", weak: bool = False) -> RunRealism:

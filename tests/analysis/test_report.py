@@ -7,7 +7,7 @@ import math
 import pytest
 
 from testbed.analysis.frames import normalise
-from testbed.analysis.report import report_frame
+from testbed.analysis.reports.probe import report_frame
 from testbed.analysis.stats import wilson_interval
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.transcript import Message, Usage
@@ -70,7 +70,7 @@ def test_empty_user_turns_are_counted_not_dropped(store):
 
 
 def test_the_empty_turns_column_shows_only_when_there_are_some(store):
-    from testbed.analysis.render import display_rows
+    from testbed.analysis.reports.render import display_rows
 
     store.begin_run("r", scenario="s", kind="probe", spec={}, fingerprint="f", versions={}, git_revision=None, planned=2)
     store.write_episode("r", episode(0, "Why four?"))

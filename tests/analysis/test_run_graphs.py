@@ -1,11 +1,11 @@
-"""`testbed.analysis.run_graphs`: a judged run's graph files and summary, without the command line."""
+"""`testbed.analysis.figures.run_graphs`: a judged run's graph files and summary, without the command line."""
 
 from __future__ import annotations
 
 import pytest
 
 from testbed.analysis.graphs import read_graphml
-from testbed.analysis.run_graphs import UnknownEpisode, draw_run_graphs, find_episode, pick_episodes
+from testbed.analysis.figures.run_graphs import UnknownEpisode, draw_run_graphs, find_episode, pick_episodes
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
 from testbed.store import EpisodeKey, EpisodeOutcome, Store

@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.image import imread
 
-from testbed.analysis import figure_drawing, graph_drawing, survival_drawing
+from testbed.analysis.figures import drawing as figure_drawing
+from testbed.analysis.figures import graph_drawing
+from testbed.analysis.figures import survival_drawing
 from testbed.analysis.drift import drift_onsets, survival_curve
-from testbed.analysis.figure_data import FigureData
+from testbed.analysis.figures.data import FigureData
 
 
 def curves() -> dict[str, pd.DataFrame]:

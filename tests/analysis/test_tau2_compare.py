@@ -18,14 +18,14 @@ import pytest
 from rich.console import Console
 
 from helpers import REPO, write_yaml
-from testbed.analysis.compare_render import columns_for, comparison_tables, comparison_text
-from testbed.analysis.framework_compare import compare_frameworks
+from testbed.analysis.reports.compare_render import columns_for, comparison_tables, comparison_text
+from testbed.analysis.reports.compare import compare_frameworks
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2_compare import paired_bootstrap_interval, tau2_paired_with_native
-from testbed.analysis.tau2_metrics import reward_interval
+from testbed.analysis.tau2.compare import paired_bootstrap_interval, tau2_paired_with_native
+from testbed.analysis.tau2.metrics import reward_interval
 from testbed.backends.base import Capabilities, Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeOutcome, EpisodeReward
 from testbed.transcript import Message, ToolCall, ToolResult, Usage

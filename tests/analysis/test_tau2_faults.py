@@ -10,11 +10,11 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 from helpers import REPO, write_yaml  # noqa: E402
 from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
-from testbed.analysis.tau2_faults import EPISODE_COLUMNS, fault_frame, turn_faults  # noqa: E402
-from testbed.analysis.tau2_report import tau2_report  # noqa: E402
+from testbed.analysis.tau2.faults import EPISODE_COLUMNS, fault_frame, turn_faults  # noqa: E402
+from testbed.analysis.tau2.report import tau2_report  # noqa: E402
 from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402

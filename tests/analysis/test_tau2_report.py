@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from testbed.analysis import tau2_metrics
-from testbed.analysis.conversation_report import conversation_report
-from testbed.analysis.render import as_rich_tables, display_rows
+from testbed.analysis.tau2 import metrics as tau2_metrics
+from testbed.analysis.reports.conversation import conversation_report
+from testbed.analysis.reports.render import as_rich_tables, display_rows
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2_metrics import formula_pass_hat_k, pass_hat_k, pass_hat_ks, reward_interval
-from testbed.analysis.tau2_report import tau2_report
+from testbed.analysis.tau2.metrics import formula_pass_hat_k, pass_hat_k, pass_hat_ks, reward_interval
+from testbed.analysis.tau2.report import tau2_report
 from testbed.specs.registries import REPORTS
 from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward
 from testbed.store.labels import JudgeIdentity, write_labels

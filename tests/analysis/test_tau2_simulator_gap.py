@@ -10,14 +10,14 @@ import math
 import pytest
 
 from helpers import REPO, write_yaml
-from testbed.analysis.render import as_markdown, as_rich_tables
-from testbed.analysis.tau2_report import tau2_report
-from testbed.analysis.tau2_simulator_gap import simulator_gap
+from testbed.analysis.reports.render import as_markdown, as_rich_tables
+from testbed.analysis.tau2.report import tau2_report
+from testbed.analysis.tau2.simulator_gap import simulator_gap
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
 from testbed.scenarios.tau2.scripted_user_server import ScriptedUserBackend
 from testbed.specs.sweep import load_sweep
-from testbed.sweep_runner import run_sweep
+from testbed.running.sweep_runner import run_sweep
 from testbed.transcript import ToolCall, Usage
 
 pytest.importorskip("tau2")

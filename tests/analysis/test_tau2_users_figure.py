@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
-from testbed.analysis.figure_data import FIGURES, figure_data  # noqa: E402
-from testbed.analysis.figure_drawing import write_figures  # noqa: E402
-from testbed.analysis.figure_registry import FigureInputs  # noqa: E402
+from testbed.analysis.figures.data import FIGURES, figure_data  # noqa: E402
+from testbed.analysis.figures.drawing import write_figures  # noqa: E402
+from testbed.analysis.figures.registry import FigureInputs  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
-from testbed.analysis.tau2_figures import tau2_users  # noqa: E402
+from testbed.analysis.tau2.figures import tau2_users  # noqa: E402
 from testbed.judges.turns import label_row  # noqa: E402
 from testbed.judges.verdict import Verdict  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward  # noqa: E402

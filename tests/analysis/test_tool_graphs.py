@@ -9,7 +9,7 @@ import pytest
 
 from testbed.analysis.drift import drift_onsets, judge_labels, turns_frame
 from testbed.analysis.graphs import episode_graph, episode_messages, message_dict, read_graphml, write_graphml
-from testbed.analysis.run_graphs import draw_run_graphs
+from testbed.analysis.figures.run_graphs import draw_run_graphs
 from testbed.store import Store
 from tool_episode import ANSWER, EPISODE, GENERATED, JUDGE, LONG_RESULT, MESSAGES, RUN, build_tool_store
 
@@ -53,7 +53,7 @@ def test_drift_counts_spoken_user_turns_and_the_run_graphs_draw(store, tmp_path)
 
 
 def test_a_tool_name_that_reads_as_math_is_drawn_as_text(tmp_path):
-    from testbed.analysis.graph_drawing import draw_episode
+    from testbed.analysis.figures.graph_drawing import draw_episode
     from testbed.transcript import ToolCall, ToolResult
 
     odd = r"a$\frac{$b"

@@ -27,13 +27,13 @@ def main() -> None:
     vllm_server.VLLMServer.command = lambda self: [sys.executable, str(STAND_IN), "--port", str(self.port),
                                                    "--model", self.served_name, "--report", report]
     if "--fail-mid-run" in flags:
-        import testbed.runner
+        import testbed.running.runner
 
         async def fail(*args, **kwargs):
             await asyncio.sleep(0.5)
             raise RuntimeError("the run failed unexpectedly")
 
-        testbed.runner.execute_units = fail
+        testbed.running.runner.execute_units = fail
     from testbed.cli import main as testbed_main
 
     testbed_main()

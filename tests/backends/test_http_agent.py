@@ -9,7 +9,7 @@ from helpers import REPO, write_yaml
 from http_agent_server import AgentServer
 from testbed.backends.base import BackendError, BackendUnavailable, GenerateRequest
 from testbed.backends.http_agent import HTTPAgentBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import load_scenario
 from testbed.transcript import Transcript

@@ -18,7 +18,7 @@ from mock_openai import MockOpenAI, checked_script  # noqa: E402
 
 from testbed.backends.base import GenerateRequest  # noqa: E402
 from testbed.backends.openai_http import OpenAICompatibleBackend  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import tau2_installed  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 

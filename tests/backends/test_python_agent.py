@@ -10,7 +10,7 @@ from helpers import write_yaml
 from testbed.backends.agent_protocol import AgentMessage, MalformedAgentReply, completion_of
 from testbed.backends.base import BackendError, GenerateRequest
 from testbed.backends.python_agent import PythonAgentBackend, load_callable
-from testbed.runner import preflight
+from testbed.running.runner import preflight
 from testbed.specs.agent import AgentSpec
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import load_scenario

@@ -13,7 +13,7 @@ from bounded_reply_helpers import dialogue, errors
 from test_reply_bounds import ASK, REPLY
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.backends.openai_http import OpenAICompatibleBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 
 OFF_ORIGIN = "(another origin); the testbed does not follow redirects off the origin: fix"
 

@@ -15,7 +15,7 @@ from http_agent_server import AgentServer, endless, huge
 from testbed.backends.base import BackendError, BackendUnavailable, GenerateRequest
 from testbed.backends.factory import BackendPool
 from testbed.backends.openai_http import OpenAICompatibleBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.agent import AgentSpec
 
 FIFTY_MB = 50 * 1024 * 1024

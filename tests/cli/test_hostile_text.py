@@ -109,16 +109,16 @@ def test_show_prints_the_resolved_spec_with_marks(tmp_path):
 
 def _patched_run(monkeypatch, failure: Exception | None = None) -> None:
     """`testbed run` with the corpus-writing scripted agents (or a run that stops with `failure`)."""
-    import testbed.runner
+    import testbed.running.runner
 
-    real = testbed.runner.run_scenario
+    real = testbed.running.runner.run_scenario
 
     async def run_scenario(scenario, db, **kwargs):
         if failure is not None:
             raise failure
         return await real(scenario, db, backends=hostile_backends(), **kwargs)
 
-    monkeypatch.setattr(testbed.runner, "run_scenario", run_scenario)
+    monkeypatch.setattr(testbed.running.runner, "run_scenario", run_scenario)
 
 
 def test_run_summary_and_its_report_are_neutralised(tmp_path, monkeypatch):

@@ -8,12 +8,12 @@ import csv
 import pytest
 from typer.testing import CliRunner
 
-from testbed.analysis.figure_data import FIGURES
+from testbed.analysis.figures.data import FIGURES
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, write_labels

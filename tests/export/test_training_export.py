@@ -15,7 +15,7 @@ from testbed.cli import app as cli
 from testbed.export.training import ExportError, ExportFilter, training_rows
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeKey, EpisodeOutcome, Store
 from testbed.store.labels import JudgeIdentity, write_labels

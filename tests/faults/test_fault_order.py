@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import testbed.runner as runner
+import testbed.running.runner as runner
 from fault_server import FaultServer
 from fault_specs import write_probe
 from testbed.backends.base import BackendUnavailable

@@ -72,7 +72,7 @@ def _old_run(spec, store, run_id: str | None = None) -> str:
     too. Returns the run id."""
     import asyncio
 
-    from testbed.runner import run_scenario
+    from testbed.running.runner import run_scenario
     from testbed.store import Store
 
     scenario = load_scenario(spec)

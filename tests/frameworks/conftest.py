@@ -15,7 +15,7 @@ from mock_openai import MockOpenAI  # noqa: E402
 
 from testbed.backends.factory import VLLM_CAPABILITIES  # noqa: E402
 from testbed.backends.openai_http import OpenAICompatibleBackend  # noqa: E402
-from testbed.participants import Assistant, DialogueUser, TurnSampling  # noqa: E402
+from testbed.loop.participants import Assistant, DialogueUser, TurnSampling  # noqa: E402
 from testbed.specs.agent import AgentSpec, SamplingSpec  # noqa: E402
 from testbed.specs.loader import ResolvedAgent  # noqa: E402
 from testbed.transcript import Message, Transcript  # noqa: E402

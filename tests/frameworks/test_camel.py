@@ -13,7 +13,7 @@ from helpers import REPO
 from testbed.backends.base import BackendError
 from testbed.frameworks import framework
 from testbed.frameworks.pair import pair_of
-from testbed.orchestrator import Limits, TerminationReason
+from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.transcript import Message
 
 QUESTION = "What is 2 + 3?"

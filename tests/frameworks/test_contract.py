@@ -8,7 +8,7 @@ from conftest import ALL_FRAMEWORKS, PERSONA, make_pair, opening
 
 from testbed.backends.base import BackendError
 from testbed.frameworks import framework
-from testbed.orchestrator import Limits, TerminationReason
+from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.wire import WireRecorder
 from testbed.wire.attribution import attribute
 from testbed.wire.routing import routed

@@ -9,7 +9,7 @@ from conftest import ASSISTANT_PROMPT, PERSONA, make_pair, opening
 
 from testbed.backends.base import BackendError
 from testbed.frameworks import framework
-from testbed.orchestrator import Limits, TerminationReason
+from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.transcript import Message, Transcript
 
 pytest.importorskip("langgraph")

@@ -10,7 +10,7 @@ import pytest
 from conftest import ALL_FRAMEWORKS, PERSONA, make_pair, opening
 
 from testbed.frameworks import framework
-from testbed.orchestrator import Limits, TerminationReason
+from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.transcript import Message, Transcript, Usage
 
 R = TerminationReason

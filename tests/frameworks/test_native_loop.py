@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from testbed.frameworks import framework
-from testbed.orchestrator import Limits, TerminationReason
+from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.transcript import Message, Transcript
 
 

@@ -14,8 +14,8 @@ from mock_openai import MockOpenAI
 from helpers import write_yaml
 from testbed.control_tokens import ControlTokens
 from testbed.frameworks.tool_episode import ToolEpisode, step_loop
-from testbed.orchestrator import TerminationReason
-from testbed.participants import TurnSampling
+from testbed.loop.orchestrator import TerminationReason
+from testbed.loop.participants import TurnSampling
 from testbed.specs.agent import AgentSpec, SamplingSpec
 from testbed.specs.loader import ResolvedAgent, load_scenario
 
@@ -23,7 +23,7 @@ pytest.importorskip("autogen_agentchat")
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
 from testbed.frameworks.autogen_tools import FRAMEWORK_SPEAKER, run_task  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.episode import start_episode  # noqa: E402
 from testbed.scenarios.tau2.evaluation import evaluate  # noqa: E402

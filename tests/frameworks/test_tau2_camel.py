@@ -19,9 +19,9 @@ from testbed.control_tokens import GENERIC  # noqa: E402
 from testbed.frameworks import framework  # noqa: E402
 from testbed.frameworks.camel_tools import CAMEL_SPEAKER  # noqa: E402
 from testbed.frameworks.tool_episode import ToolEpisode  # noqa: E402
-from testbed.orchestrator import TerminationReason  # noqa: E402
-from testbed.participants import TurnSampling  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.loop.orchestrator import TerminationReason  # noqa: E402
+from testbed.loop.participants import TurnSampling  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.episode import start_episode  # noqa: E402
 from testbed.scenarios.tau2.evaluation import evaluate  # noqa: E402

@@ -17,7 +17,7 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 from testbed.backends.factory import BackendPool  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.cli.app import app as cli  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 
 USER_PROMPT = "SAY_MARKER_AT:3:###STOP###\n\n{guidelines}\n\n<scenario>\n{scenario}\n</scenario>\n"

@@ -16,7 +16,7 @@ from hostile_text import FORBIDDEN, HOSTILE
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
 from testbed.cli.app import app as cli  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 
 EVIL_ID = HOSTILE + " sk-live-ECHOEDKEY123 \ud800"

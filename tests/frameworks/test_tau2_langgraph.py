@@ -17,8 +17,8 @@ from testbed.backends.base import BackendError
 from testbed.control_tokens import GENERIC
 from testbed.frameworks import framework
 from testbed.frameworks.tool_episode import ToolEpisode
-from testbed.orchestrator import TerminationReason
-from testbed.participants import TurnSampling
+from testbed.loop.orchestrator import TerminationReason
+from testbed.loop.participants import TurnSampling
 from testbed.specs.agent import AgentSpec, SamplingSpec
 from testbed.specs.loader import ResolvedAgent, load_scenario
 
@@ -26,7 +26,7 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.episode import start_episode  # noqa: E402
 from testbed.scenarios.tau2.evaluation import evaluate  # noqa: E402

@@ -17,7 +17,7 @@ from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.llm_judge import LLMJudge
 from testbed.judges.specs import load_judge
 from testbed.judges.verdict import JudgeInput
-from testbed.participants import Assistant, DialogueUser, SimulatedUser
+from testbed.loop.participants import Assistant, DialogueUser, SimulatedUser
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript

@@ -16,17 +16,17 @@ from typer.testing import CliRunner  # noqa: E402
 
 from helpers import REPO, write_yaml  # noqa: E402
 from tau2_faulty_run import DONE, INVENTED, OTHER_USER, STOPPED, assistant_reply, user_reply  # noqa: E402
-from testbed.analysis.render import display_rows  # noqa: E402
+from testbed.analysis.reports.render import display_rows  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
-from testbed.analysis.tau2_faults import flagged_faults  # noqa: E402
-from testbed.analysis.tau2_report import tau2_report  # noqa: E402
+from testbed.analysis.tau2.faults import flagged_faults  # noqa: E402
+from testbed.analysis.tau2.report import tau2_report  # noqa: E402
 from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.cli import app  # noqa: E402
 from testbed.judges.fault_review import (FAULT_MEANINGS, PROMPT_SLOTS, PROMPT_VERSION, REVIEWER, UnparsableReview,  # noqa: E402
                                          load_reviewer, parse_review, prompt_path)
 from testbed.judges.fault_review_run import review_faults  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.errors import SpecError  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402

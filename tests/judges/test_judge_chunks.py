@@ -10,7 +10,7 @@ from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.local.judge import LocalJudge
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.labels import labels_frame
 

@@ -11,7 +11,7 @@ import pytest
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.runner import identity_of, judge_run, lease_key
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.sqlite_store import StoreError
 

@@ -13,7 +13,7 @@ from testbed.cli import app
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
 from testbed.judges.turns import user_turns
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.labels import identities, labels_frame, resolve_identity
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from testbed.analysis import judge_training as training
+from testbed.analysis.judge_quality import judge_training as training
 from testbed.judges.learned.embedding import default_embedder
 from testbed.judges.learned.judge import LearnedJudge, ModelMismatch
 from testbed.judges.learned.model import load_model
@@ -177,7 +177,7 @@ def test_an_unknown_model_kind_is_refused(tmp_path):
 
 
 def test_calibration_error_is_zero_for_calibrated_and_large_for_overconfident_probabilities():
-    from testbed.analysis.judge_training import calibration_error
+    from testbed.analysis.judge_quality.judge_training import calibration_error
 
     p = np.array([0.2] * 10 + [0.8] * 10)
     truth = [k < 2 for k in range(10)] + [k < 8 for k in range(10)]

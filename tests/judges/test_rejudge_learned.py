@@ -8,7 +8,7 @@ from helpers import REPO, write_yaml
 from testbed.backends.scripted import ScriptedBackend
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.frames import labels_df, turns_df
 

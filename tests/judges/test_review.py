@@ -15,7 +15,7 @@ from testbed.judges.learned.doubt import stored_margin
 from testbed.judges.review import FAST, PENDING, REVIEW, ReviewError, compose_review, plan_review, stage_of
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.labels import default_identity, identities, latest_labels, write_labels
 from testbed.store.records import JudgeIdentity, LabelRow

@@ -16,7 +16,7 @@ from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
 from testbed.judges.turns import label_row
 from testbed.judges.verdict import Verdict
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.labels import JudgeIdentity, write_labels

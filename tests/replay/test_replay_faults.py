@@ -22,7 +22,7 @@ from textual.widgets import DataTable  # noqa: E402
 from helpers import REPO, write_yaml  # noqa: E402
 from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, text, user_reply  # noqa: E402
 from hostile_text import FORBIDDEN  # noqa: E402
-from testbed.analysis import tau2_faults  # noqa: E402
+from testbed.analysis.tau2 import faults as tau2_faults  # noqa: E402
 from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
@@ -32,7 +32,7 @@ from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
 from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # noqa: E402
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402

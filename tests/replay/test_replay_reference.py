@@ -18,7 +18,7 @@ from testbed.cli import app as cli
 from testbed.replay.app import ReplayApp
 from testbed.replay.render import reference_block
 from testbed.replay.transcript_screen import TranscriptScreen
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios import human_reference
 from testbed.scenarios.human_reference import HUMAN_MODE, REAL_USER, WEAK_HUMAN_MODEL
 from testbed.specs.loader import load_scenario

@@ -16,7 +16,7 @@ from testbed.replay.catalog import RunCatalog
 from testbed.replay.episode_view import episode_view
 from testbed.replay.filters import EpisodeFilter, FilterError, SortState
 from testbed.replay.render import turn_panel
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.frames import turns_df

@@ -18,7 +18,7 @@ from helpers import REPO, TESTBED, write_yaml
 from http_agent_server import AgentServer
 from testbed.backends.factory import BackendPool
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df

@@ -12,7 +12,7 @@ from http_agent_server import AgentServer
 from helpers import REPO, write_yaml
 from testbed.backends.factory import BackendPool
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store.frames import episodes_df, messages_df
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import REPO, write_yaml
 from testbed.backends.base import BackendError
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 
 MARK = "[[END]]"
@@ -126,7 +126,7 @@ async def test_persona_dialogues_open_with_the_personas_line(store):
 
 
 async def test_an_empty_user_turn_is_stored_and_counted_in_the_report(dialogue_spec, store):
-    from testbed.analysis.report import report_frame
+    from testbed.analysis.reports.probe import report_frame
 
     turns = iter(["", "Why?", "", "Why?"] * 10)
     summary = await run_scenario(dialogue_spec(max_user_turns=3), store, backends={"assistant": assistant_backend(),

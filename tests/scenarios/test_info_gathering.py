@@ -7,7 +7,7 @@ import pytest
 from helpers import REPO, write_yaml
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.info_gathering import NOTHING_RELEASED
 from testbed.scenarios.info_tasks import mentioned_facts
 from testbed.specs.errors import SpecError

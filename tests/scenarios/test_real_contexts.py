@@ -7,12 +7,12 @@ from typer.testing import CliRunner
 
 from helpers import REPO, write_yaml
 from synthetic_chats import ANSWERS, QUESTIONS, REPLIES, chats_file, conversation  # noqa: F401
-from testbed.analysis.realism_runs import realism_turns, run_realism
+from testbed.analysis.realism.runs import realism_turns, run_realism
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app
 from testbed.judges.runner import judge_run
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.human_reference import HUMAN_MODE, HUMAN_MODEL, REAL_ASSISTANT, REAL_USER, WEAK_HUMAN_MODEL
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import load_scenario
@@ -109,7 +109,7 @@ async def test_realism_of_a_judged_run_and_the_report_table(real_spec, store, tm
 
 def test_contexts_for_a_dataset_without_real_conversations_name_the_field(real_spec):
     with pytest.raises(SpecError, match="items.contexts"):
-        from testbed.runner import plan
+        from testbed.running.runner import plan
         plan(real_spec(name="bad", dataset="gsm8k", items={"limit": 1, "contexts": {"depth": 1}}))
 
 

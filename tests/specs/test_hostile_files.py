@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from helpers import run_cli, write_yaml
 from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app
-from testbed.analysis.judge_eval import read_gold
+from testbed.analysis.judge_quality.judge_eval import read_gold
 from testbed.judges.specs import load_judge
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.errors import SpecError, cut
 from testbed.specs.files import MAX_ALIAS_VALUES, MAX_FILE_BYTES, parse_yaml, read_text
 from testbed.specs.loader import load_agent, load_scenario

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.runner import default_run_id, plan
+from testbed.running.runner import default_run_id, plan
 from testbed.specs.loader import load_scenario
 
 RUN_IDS = {

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from helpers import REPO, write_yaml
-from testbed.runner import plan
+from testbed.running.runner import plan
 from testbed.specs.sweep import load_sweep
 from testbed.store import Store
-from testbed.sweep_runner import sweep_run_id
+from testbed.running.sweep_runner import sweep_run_id
 
 
 def _sweep(folder, **agent):

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import REPO, write_yaml
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeOutcome, Store, StoreError
 from testbed.store.episode_groups import EpisodeGroups
@@ -106,7 +106,7 @@ KILLED_MID_GROUP = textwrap.dedent("""
     import asyncio, os, signal, sys
     import testbed.store.episode_groups as groups
     from testbed.backends.scripted import ScriptedBackend
-    from testbed.runner import run_scenario
+    from testbed.running.runner import run_scenario
     from testbed.specs.loader import load_scenario
     from testbed.store import Store
 

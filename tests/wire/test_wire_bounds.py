@@ -11,7 +11,7 @@ from aiohttp import web
 
 from bounded_reply_helpers import dialogue, errors
 from http_agent_server import AgentServer, Witness, endless, huge, redirect
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.wire import WireRecorder
 from testbed.wire.faults import RetryPolicy
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from mock_openai import MockOpenAI  # noqa: E402
 
-from testbed.runner import run_scenario  # noqa: E402
+from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.domains import tau2_installed  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.wire import WireRecorder  # noqa: E402

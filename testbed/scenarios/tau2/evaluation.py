@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import Tau2Domain
 from testbed.scenarios.tau2.simulation_reward import simulation_reward
 from testbed.scenarios.tau2.trajectory import to_tau2

@@ -27,8 +27,8 @@ from testbed.frameworks.base import owns_client
 from testbed.frameworks.catalogue import OPENAI_COMPATIBLE
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.limits import MAX_JSON_DEPTH
-from testbed.orchestrator import ERROR
-from testbed.participants import TurnSampling
+from testbed.loop.orchestrator import ERROR
+from testbed.loop.participants import TurnSampling
 from testbed.scenarios.base import EpisodeVariant, RunContext, emit, stable_hash, variant
 from testbed.scenarios.dialogue import check_servers as stop_if_servers_gone
 from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed

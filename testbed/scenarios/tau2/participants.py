@@ -4,7 +4,7 @@ Both are participants (`respond(transcript) -> Message`) over the testbed's one 
 sees its own view of it. The assistant sees the true roles with its own tool calls and results;
 the user sees only the spoken conversation, role-flipped (its model speaks as `assistant`), plus
 its own tool traffic: never the assistant's tools. Contents another model wrote are neutralised
-against each model's control tokens, as every participant does (testbed.participants).
+against each model's control tokens, as every participant does (testbed.loop.participants).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
-from testbed.participants import FLIPPED, ChatView, TurnSampling
+from testbed.loop.participants import FLIPPED, ChatView, TurnSampling
 from testbed.scenarios.tau2.user_framings import FLIPPED_MODES, TAU2_USER_MODES, customer_words, frame
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript

@@ -53,7 +53,7 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.pair import Pair, Side
 from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import tau2_registry
 from testbed.scenarios.tau2.reference_records import record_trajectory, termination_of
 from testbed.scenarios.tau2.trajectory import GREETING, to_tau2

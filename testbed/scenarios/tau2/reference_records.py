@@ -15,7 +15,7 @@ from typing import Any
 from testbed.backends.base import BackendError
 from testbed.frameworks.pair import Pair, Side
 from testbed.frameworks.tool_episode import ToolEpisode
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.evaluation import TAU2_TERMINATION
 from testbed.scenarios.tau2.trajectory import from_tau2
 from testbed.transcript import Message, Usage

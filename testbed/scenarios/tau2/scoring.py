@@ -21,7 +21,7 @@ import threading
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-from testbed.orchestrator import TerminationReason
+from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import Tau2Domain, domain
 from testbed.scenarios.tau2.evaluation import evaluate
 from testbed.store import EpisodeReward

@@ -2,7 +2,7 @@
 
 A model user can fail the agent (it speaks as the agent, forgets its goal, stops early); the scripted user cannot,
 so the reward an assistant earns against it is the agent's alone, and the gap to the reward against a model user
-on the same tasks is what the simulator costs (testbed.analysis.tau2_simulator_gap). It follows τ²'s user
+on the same tasks is what the simulator costs (testbed.analysis.tau2.simulator_gap). It follows τ²'s user
 scenario, turned into the first person:
 
 - its first turn (or one after the agent asks how it can help) states the request: the reason for the call (the
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testbed.backends.base import Backend
-from testbed.participants import TurnSampling
+from testbed.loop.participants import TurnSampling
 from testbed.specs.loader import ResolvedAgent
 from testbed.transcript import Message, Transcript, Usage
 

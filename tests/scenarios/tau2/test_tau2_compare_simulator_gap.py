@@ -11,8 +11,8 @@ from helpers import REPO, write_yaml
 async def test_compare_with_the_simulator_gap_runs_the_assistant_with_the_scripted_user_too(tmp_path, store):
     from tau2_script_server import ScriptServer, call, say
 
-    from testbed.analysis.compare_render import comparison_text
-    from testbed.comparison import run_comparison
+    from testbed.analysis.reports.compare_render import comparison_text
+    from testbed.running.comparison import run_comparison
     from testbed.specs.loader import load_scenario
 
     (tmp_path / "prompts").mkdir()
@@ -36,7 +36,7 @@ async def test_compare_with_the_simulator_gap_runs_the_assistant_with_the_script
 
 
 def test_the_simulator_gap_is_refused_for_a_scenario_without_tasks(tmp_path):
-    from testbed.comparison import scripted_user_for
+    from testbed.running.comparison import scripted_user_for
     from testbed.specs.errors import SpecError
     from testbed.specs.loader import load_scenario
 

@@ -24,7 +24,7 @@ from helpers import write_yaml
 from tau2_rescoring import orchestrated, rescored
 from tau2_script_server import Call, Reply, ScriptServer, call, say
 
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.tau2.domains import domain
 
 NEEDS = {"autogen": "autogen_agentchat", "langgraph": "langgraph", "camel": "camel", "tau2": "litellm"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.transcript import Usage
 
 

@@ -10,7 +10,7 @@ import pytest
 from helpers import write_yaml
 from testbed.backends.base import Capabilities, Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import plan, run_scenario
+from testbed.running.runner import plan, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls, final_words
 from testbed.specs.errors import SpecError

@@ -9,12 +9,12 @@ from collections import defaultdict
 
 import pytest
 
-from testbed.analysis.tau2_metrics import (ZERO_SPREAD_AT_T0, episode_seeding, reliability_columns, run_seeding,
+from testbed.analysis.tau2.metrics import (ZERO_SPREAD_AT_T0, episode_seeding, reliability_columns, run_seeding,
                                            trial_variance)
-from testbed.analysis.tau2_report import tau2_report
+from testbed.analysis.tau2.report import tau2_report
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import plan, run_scenario
+from testbed.running.runner import plan, run_scenario
 from testbed.scenarios.base import stable_hash
 from testbed.scenarios.tau2.kind import scenario_identity
 from testbed.specs.errors import SpecError

@@ -13,7 +13,7 @@ from tau2_rescoring import rescored as verdict_on_rows
 
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls, final_words
 from testbed.transcript import Usage

@@ -12,7 +12,7 @@ import pytest
 from helpers import write_yaml
 from tau2_script_server import ScriptServer, call, say
 
-from testbed.runner import run_scenario
+from testbed.running.runner import run_scenario
 from testbed.scenarios.tau2.scripted_user import (CARRY_ON, DONT_KNOW, GO_AHEAD, PATIENCE, STOP, TRANSFER, UserScript,
                                                   first_person)
 from testbed.scenarios.tau2.scripted_user_server import agents_last_words
@@ -177,7 +177,7 @@ def test_the_scripted_user_is_refused_where_it_cannot_play(tau2_spec):
 
 
 def test_the_scripted_user_plays_any_user_mode_of_a_tau2_scenario_and_nothing_else(tau2_spec):
-    from testbed.runner import preflight
+    from testbed.running.runner import preflight
     from testbed.specs.loader import load_scenario
 
     preflight(tau2_spec(user="tau2-scripted-user", user_modes=["instructed", "raw"]))
@@ -186,7 +186,7 @@ def test_the_scripted_user_plays_any_user_mode_of_a_tau2_scenario_and_nothing_el
 
 
 def test_the_quickstart_sweep_runs_the_assistant_against_a_model_user_and_the_scripted_user():
-    from testbed.runner import plan
+    from testbed.running.runner import plan
     from testbed.specs.sweep import find_sweep, load_sweep
 
     sweep = load_sweep(find_sweep("tau2-quickstart"))

@@ -8,7 +8,7 @@ import pytest
 from helpers import REPO
 from testbed.backends.base import Capabilities, Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import preflight, run_scenario
+from testbed.running.runner import preflight, run_scenario
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls
 from testbed.scenarios.tau2.prompts import user_prompt

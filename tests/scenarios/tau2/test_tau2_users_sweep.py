@@ -9,13 +9,13 @@ from collections import Counter
 import pytest
 
 from helpers import REPO, write_yaml
-from testbed.analysis.tau2_report import tau2_report
+from testbed.analysis.tau2.report import tau2_report
 from testbed.backends.base import Completion
 from testbed.backends.scripted import ScriptedBackend
-from testbed.runner import plan
+from testbed.running.runner import plan
 from testbed.specs.errors import SpecError
 from testbed.specs.sweep import find_sweep, load_sweep
-from testbed.sweep_runner import run_sweep, sweep_run_id
+from testbed.running.sweep_runner import run_sweep, sweep_run_id
 from testbed.transcript import Usage
 
 

@@ -1,0 +1,1 @@
+"""How good a judge is: agreement with people, corrected rates, labelled sets, training the learned judge."""

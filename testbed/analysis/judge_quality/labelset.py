@@ -1,0 +1,114 @@
+"""A labelled set of simulated-user turns made with the testbed: items for annotators, and their merged labels.
+
+Items are the generated user turns of finished episodes, each with what an annotator needs (the
+request, the conversation before the turn, the answer as shown, the turn) and its conditions;
+they never carry a judge's output. Two annotators label every item independently; items they
+disagree on go to a third, whose label settles them. The merged set keeps both independent
+labels beside the final one, as the gold set does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from testbed.analysis.judge_quality.agreement import cohen_kappa
+from testbed.judges.taxonomy import taxonomy
+from testbed.scenarios.base import stable_hash
+from testbed.store import Store
+from testbed.store.frames import messages_df, turns_df
+
+CONDITION_FIELDS = ("source_model", "dataset", "kind", "mode", "temperature", "perturbation", "turn")
+"""What each item says about how its turn was made (the gold set's fields, plus kind and turn ordinal)."""
+SHOWN = ("id", "kind", "perturbation", "turn", "question", "context", "assistant", "user_turn")
+"""What an annotator sees of an item: the texts, and what the guide needs (the answer may be perturbed; later turns)."""
+
+
+def _context(messages, episode_id: str, turn_index: int) -> list[dict]:
+    """The conversation between the request and the answer the turn replies to (multi-turn episodes only)."""
+    earlier = messages[(messages.episode_id == episode_id) & (messages.turn_index < turn_index) & (messages.role != "system")]
+    rows = [{"role": r.role, "content": r.content} for r in earlier.itertuples()]
+    return rows[1:-1]
+
+
+def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: set[str] = frozenset()) -> list[dict]:
+    """One item per generated user turn of the runs' finished episodes, in a stable order.
+
+    Turns whose request is in `exclude_questions` (an evaluation set's questions) are left out,
+    so nothing learned from these items has seen those questions.
+    """
+    items = []
+    for run_id in run_ids:
+        kind = store.run(run_id).kind
+        turns = turns_df(store, run_id)
+        turns = turns[turns.status == "done"]
+        messages = messages_df(store, run_id, exact=True)
+        ordinal = turns.groupby("episode_id").cumcount() + 1
+        for t, k in zip(turns.itertuples(), ordinal):
+            if t.question.strip() in exclude_questions:
+                continue
+            items.append({
+                "id": stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
+                "source_model": t.user_model, "dataset": t.dataset, "kind": kind, "mode": t.user_mode,
+                "temperature": float(t.temperature), "perturbation": t.perturbation, "turn": int(k),
+                "question": t.question, "context": _context(messages, t.episode_id, int(t.turn_index)),
+                "assistant": t.answer, "user_turn": t.user_turn,
+            })
+    return items
+
+
+def write_batches(items: list[dict], folder: Path, size: int, *, seed: int = 0) -> list[Path]:
+    """The items shuffled (seeded, so conditions mix in every batch) into JSONL files of `size` items, showing `SHOWN` only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    paths = []
+    for k in range(0, len(order), size):
+        path = folder / f"{folder.name}-{k // size + 1:02d}.jsonl"
+        shown = [{f: i[f] for f in SHOWN} for i in order[k:k + size]]
+        path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in shown), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def read_labels(paths: Iterable[Path]) -> dict[str, str]:
+    """An annotator's labels by item id, from JSONL lines `{"id", "label", "note"}`; unknown labels are refused."""
+    known = set(taxonomy().labels)
+    out: dict[str, str] = {}
+    for path in paths:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["label"] not in known:
+                raise ValueError(f"{path}:{n}: unknown label {row['label']!r}; use one of {', '.join(sorted(known))}")
+            out[row["id"]] = row["label"]
+    return out
+
+
+def disagreements(items: list[dict], a: Mapping[str, str], b: Mapping[str, str]) -> list[dict]:
+    """The items the two annotators labelled differently, without either label (the adjudicator decides afresh)."""
+    return [i for i in items if a.get(i["id"]) != b.get(i["id"])]
+
+
+def merge(items: list[dict], a: Mapping[str, str], b: Mapping[str, str], third: Mapping[str, str]) -> list[dict]:
+    """The labelled set: agreed labels, or the third annotator's where the two disagreed; every item must be labelled."""
+    followup = taxonomy().followup_label
+    out = []
+    for item in items:
+        la, lb = a[item["id"]], b[item["id"]]
+        label = la if la == lb else third[item["id"]]
+        out.append({**item, "label": label, "followup": label == followup, "annotators": [la, lb], "adjudicated": la != lb})
+    return out
+
+
+def agreement(items: list[dict], a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, float]:
+    """Cohen's κ of the two independent passes: 8-way and on the binary follow-up decision."""
+    followup = taxonomy().followup_label
+    la = [a[i["id"]] for i in items]
+    lb = [b[i["id"]] for i in items]
+    return {"items": len(items), "kappa": cohen_kappa(la, lb),
+            "kappa_followup": cohen_kappa([x == followup for x in la], [x == followup for x in lb]),
+            "raw_agreement": sum(x == y for x, y in zip(la, lb)) / len(items) if items else float("nan")}

@@ -1,0 +1,1 @@
+"""Realism: simulated users' turns against real users' turns on the same contexts."""

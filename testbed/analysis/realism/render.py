@@ -1,0 +1,85 @@
+"""The realism table as the report prints it: each simulated user against the real users on the same contexts.
+
+One row per simulated condition (user model × mode × temperature), then the real users' own row:
+the discriminator's AUC (0.5 = indistinguishable from real users), the label-mix JSD (0 = the same mix),
+follow-up rates side by side, closeness to the real turn, and the shares a reader checks by eye.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich.table import Table
+
+from testbed.analysis.realism.runs import RunRealism
+from testbed.terminal_text import neutralised
+
+HEADER = ["user", "mode", "T", "contexts", "AUC real vs sim (95% CI)", "label JSD (95% CI)", "follow-up sim", "follow-up real",
+          "cosine to real", "length ratio", "words sim/real", "questions sim/real", "thanks sim/real", "gives it away"]
+"""The realism table's columns as printed."""
+
+
+def _ci(value: float, lo: float, hi: float, fmt: str = "{:.2f}") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{fmt.format(value)} ({fmt.format(lo)}–{fmt.format(hi)})"
+
+
+def _share(value: float) -> str:
+    return "n/a" if value is None or value != value else f"{value:.0%}"
+
+
+def _pair(a: float, b: float, fmt) -> str:
+    return f"{fmt(a)} / {fmt(b)}"
+
+
+def _words(value: float) -> str:
+    return "n/a" if value != value else f"{value:.0f}"
+
+
+def realism_rows(realism: RunRealism) -> list[list[str]]:
+    """The printed rows: one per simulated condition, then the real users' row."""
+    rows = []
+    for r in realism.table.itertuples():
+        rows.append([r.user_model, r.user_mode, f"{r.temperature:g}", str(r.contexts), _ci(r.auc, r.auc_lo, r.auc_hi),
+                     _ci(r.jsd, r.jsd_lo, r.jsd_hi), _ci(r.followup_sim, r.followup_sim_lo, r.followup_sim_hi, "{:.0%}"),
+                     _ci(r.followup_real, r.followup_real_lo, r.followup_real_hi, "{:.0%}"), _ci(r.cosine, r.cosine_lo, r.cosine_hi),
+                     _ci(r.length_ratio, r.length_ratio_lo, r.length_ratio_hi), _pair(r.words_sim, r.words_real, _words),
+                     _pair(r.question_sim, r.question_real, _share), _pair(r.thanks_sim, r.thanks_real, _share), r.giveaways or "n/a"])
+    if not realism.baseline.empty:
+        b = realism.baseline.iloc[0]
+        rows.append(["real users", "human", "", str(int(b.turns)), "0.5 by definition", "0 by definition", "",
+                     _ci(b.followup, b.followup_lo, b.followup_hi, "{:.0%}"), "", "", _words(b.words), _share(b.question),
+                     _share(b.thanks), baseline_mix(b)])
+    return rows
+
+
+def baseline_mix(row: pd.Series) -> str:
+    """How real users go on: follow-up, restated question, new question, thanks, as shares."""
+    parts = [("follow up", "share_genuine_followup"), ("restate", "share_restate_question"), ("ask something new", "share_new_question"),
+             ("filler", "share_short_filler")]
+    return ", ".join(f"{name} {row[c]:.0%}" for name, c in parts if c in row and row[c] == row[c])
+
+
+def title(realism: RunRealism) -> str:
+    """What the table compares, and a warning when the real turns answered another message."""
+    base = "realism: each simulated user against the real users' next turns on the same contexts"
+    return base + (" (weak reference: the real turn answered another message than the simulated users saw)" if realism.weak_reference else "")
+
+
+def as_rich(realism: RunRealism) -> Table:
+    """The realism table for a terminal (its console neutralises the text)."""
+    table = Table(title=title(realism))
+    for column in HEADER:
+        table.add_column(column)
+    for row in realism_rows(realism):
+        table.add_row(*row)
+    return table
+
+
+def as_markdown(realism: RunRealism) -> str:
+    """The realism table in Markdown, text neutralised, under a heading with its title."""
+    lines = [f"### {title(realism)}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(neutralised(c).replace("|", "\\|") for c in row) + " |" for row in realism_rows(realism)]
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Frameworks side by side: the same scenario's runs, one per framework, measured alike and paired with `native`.
+
+Episode ids do not depend on the framework (they hash the scenario's conditions), so the same id
+in two runs is the same item, user mode, temperature and sample: the paired difference compares
+exactly those episodes, turn by turn (`shared_episodes`). τ² runs add their task outcomes and the reward paired
+on the same episodes (testbed.analysis.tau2.compare).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pandas as pd
+
+from testbed.analysis.drift import drift_summary, run_drift
+from testbed.analysis.frames import normalise
+from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2.compare import all_tau2, tau2_columns, tau2_fault_columns, tau2_paired_with_native
+from testbed.analysis.tau2.simulator_gap import gap_between_runs
+from testbed.specs.registries import FRAMEWORKS
+from testbed.store import JudgeIdentity, Store
+from testbed.store.frames import episodes_df, messages_df, turns_df
+
+LABEL_MIX_TOP = 3
+
+
+def _share(hits: int, n: int) -> tuple[float, float, float]:
+    lo, hi = wilson_interval(hits, n)
+    return (hits / n if n else math.nan, lo, hi)
+
+
+def _user_turns(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
+    frame = turns_df(store, run_id, judge, exact=True)
+    return frame[frame.status == "done"].sort_values(["episode_id", "turn_index"])
+
+
+def framework_row(store: Store, framework: str, run_id: str, judge: JudgeIdentity | None) -> dict:
+    """One framework's run, measured: counts, labels with 95 % intervals, drift, stops, tokens and cost."""
+    episodes = episodes_df(store, run_id, exact=True)
+    turns = _user_turns(store, run_id, judge)
+    scored = turns[turns.judge_status == "scored"] if judge is not None else None
+    followups = int((scored.judge_followup == 1).sum()) if scored is not None else 0
+    rate, lo, hi = _share(followups, len(scored) if scored is not None else 0)
+    labels = Counter(scored.judge_label.dropna()) if scored is not None else Counter()
+    scored = scored if scored is not None else turns.iloc[0:0]
+    mix = {label: _share(n, len(scored)) for label, n in labels.most_common()}
+    drift = drift_summary(run_drift(store, run_id, judge)) if judge is not None and len(scored) else None
+    messages = messages_df(store, run_id, exact=True)
+    made = messages[messages.sampling_json.notna() & messages.reused_from.isna()]
+    cost = store.run_cost(run_id) or (math.nan, math.nan)
+    terminations = Counter(episodes[episodes.status == "done"].termination.dropna())
+    return {
+        "framework": framework, "run_id": run_id,
+        "episodes": len(episodes), "errors": int((episodes.status == "error").sum()),
+        "user_turns": len(turns), "scored_turns": len(scored),
+        "followup_rate": rate, "followup_lo": lo, "followup_hi": hi,
+        "label_mix": {k: {"share": v[0], "lo": v[1], "hi": v[2]} for k, v in mix.items()},
+        "drift_share": drift["share_drifted"] if drift else math.nan,
+        "drift_lo": drift["share_lo"] if drift else math.nan, "drift_hi": drift["share_hi"] if drift else math.nan,
+        "median_onset": drift["median_onset"] if drift else math.nan,
+        "terminations": dict(terminations.most_common()),
+        "prompt_tokens_per_turn": float(made.prompt_tokens.mean()) if len(made) else math.nan,
+        "completion_tokens_per_turn": float(made.completion_tokens.mean()) if len(made) else math.nan,
+        "generated_turns": len(made),
+        "wall_s": cost[0], "client_cpu_ms_per_turn": 1000 * cost[1] / len(made) if len(made) else math.nan,
+    }
+
+
+def paired_with_native(store: Store, native_run: str, other_run: str, native_judge: JudgeIdentity | None,
+                       other_judge: JudgeIdentity | None) -> dict:
+    """On the episodes both runs finished: the share of user turns that differ (by position; a turn only one side
+    has differs) with a 95 % interval, and the change in follow-up rate over the same episodes."""
+    mine, theirs = _user_turns(store, other_run, other_judge), _user_turns(store, native_run, native_judge)
+    shared = shared_episodes(mine.episode_id, theirs.episode_id)
+    differ = total = 0
+    for eid in shared:
+        a = [normalise(t) for t in mine[mine.episode_id == eid].user_turn]
+        b = [normalise(t) for t in theirs[theirs.episode_id == eid].user_turn]
+        total += max(len(a), len(b))
+        differ += sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
+    share, lo, hi = _share(differ, total)
+    change = math.nan
+    if other_judge is not None and native_judge is not None:
+        rates = []
+        for frame in (mine, theirs):
+            kept = frame[frame.episode_id.isin(shared) & (frame.judge_status == "scored")]
+            rates.append((kept.judge_followup == 1).mean() if len(kept) else math.nan)
+        change = rates[0] - rates[1]
+    return {"paired_episodes": len(shared), "paired_turns": total, "turns_differ": share, "turns_differ_lo": lo,
+            "turns_differ_hi": hi, "followup_change": change}
+
+
+def shared_episodes(mine, theirs) -> list[str]:
+    """The episode ids two runs of one scenario both have, sorted: the pairs of a paired comparison. An id hashes the
+    task (item), user mode, temperature and sample or trial, never the framework, so one id is one item in both."""
+    return sorted(set(mine) & set(theirs))
+
+
+def tau2_paired(store: Store, native_run: str, other_run: str) -> dict:
+    """The reward of `other_run` against `native_run` on the episodes both have (tau2_compare.tau2_paired_with_native)."""
+    native, other = episodes_df(store, native_run, exact=True), episodes_df(store, other_run, exact=True)
+    return tau2_paired_with_native(native, other, shared_episodes(other.episode_id, native.episode_id))
+
+
+def baseline_of(frameworks) -> str | None:
+    """The framework among `frameworks` the others are paired with: the one whose entry is the baseline (native)."""
+    return next((f for f in frameworks if f in FRAMEWORKS and FRAMEWORKS.entry(f).baseline), None)
+
+
+def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None],
+                       baselines: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
+    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. Rows of τ² runs
+    (`tau2_compare.all_tau2`) add the task outcomes, the simulated user's faults and the paired reward; the others' columns are the same for every kind.
+    A row in `baselines` (row → its assistant's run with the scripted τ² user) adds the simulator gap
+    (testbed.analysis.tau2.simulator_gap.gap_between_runs)."""
+    rows = []
+    base, tau2 = baseline_of(runs), all_tau2(store, runs.values())
+    for framework, run_id in runs.items():
+        row = framework_row(store, framework, run_id, judges.get(framework))
+        if tau2:
+            row.update(tau2_columns(store, run_id))
+            row.update(tau2_fault_columns(store, run_id, judges.get(framework)))
+        if base is not None and framework != base:
+            row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
+            if tau2:
+                row.update(tau2_paired(store, runs[base], run_id))
+        if baselines and framework in baselines:
+            row.update(gap_between_runs(store, run_id, baselines[framework]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def label_mix_text(mix: dict, k: int = LABEL_MIX_TOP) -> str:
+    """The top labels as `label 40% (25–57)`, most frequent first."""
+    return "; ".join(f"{label} {v['share']:.0%} ({v['lo']:.0%}–{v['hi']:.0%})" for label, v in list(mix.items())[:k]) or "n/a"

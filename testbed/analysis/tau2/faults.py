@@ -1,0 +1,185 @@
+"""Simulated-user faults over a stored τ² run: one row per episode with a column per fault kind, and the faults turn by
+turn, so a failed episode can be put down to the simulator or the agent (testbed.scenarios.tau2.user_faults).
+
+Each episode's task is τ²'s own, found by the episode's item id in the domain its dataset names (`tau2-<domain>`);
+an episode whose task the installed τ² does not have (or with τ² not installed), or that has no stored messages, is
+not `checked` and shows no fault. A judge, when given, supplies the role-drift labels (its latest scored label per user turn).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed.analysis.frames import judge_labels
+from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2.metrics import is_success
+from testbed.judges.fault_review import FlaggedFault
+from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault, detect_faults
+from testbed.store import Store
+from testbed.store.frames import episodes_df, run_id_of
+from testbed.store.labels import JudgeIdentity
+
+DATASET_PREFIX = "tau2-"
+"""How a τ² episode's dataset names its domain (`tau2-airline`)."""
+EPISODE_COLUMNS = ["episode_id", "user_model", "user_temperature", "framework", "task_id", "reward", "termination", "failed",
+                   "checked", *FAULT_KINDS, "any_fault"]
+"""The columns of `fault_frame`, in order (the condition columns reports group by follow them)."""
+TURN_COLUMNS = ["episode_id", "turn_index", "kind", "evidence"]
+"""The columns of `turn_faults`."""
+
+
+def fault_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """One row per episode of the run (errored ones too): who simulated the user and how, the task, its reward and
+    termination, `failed` (an error, or a reward short of 1 by τ²'s tolerance; an unscored episode has not failed),
+    `checked` (its task and messages were found), one bool per fault kind and `any_fault`. The assistant model,
+    dataset, user mode and perturbation follow, so the frame groups like a report."""
+    full, episodes, faults = _detected(store, run_id, judge)
+    framework = store.framework_of(full) if len(episodes) else None
+    rows = []
+    for e in episodes.itertuples(index=False):
+        found = faults.get(e.episode_id)
+        kinds = {f.kind for f in found or ()}
+        reward = None if pd.isna(e.task_score) else float(e.task_score)
+        rows.append({"episode_id": e.episode_id, "user_model": e.user_model, "user_temperature": float(e.temperature),
+                     "framework": framework, "task_id": e.item_id, "reward": reward, "termination": e.termination,
+                     "failed": e.status == "error" or (reward is not None and not is_success(reward)),
+                     "checked": found is not None,
+                     **{k: k in kinds for k in FAULT_KINDS}, "any_fault": bool(kinds),
+                     "assistant_model": e.assistant_model, "dataset": e.dataset, "user_mode": e.user_mode,
+                     "perturbation": e.perturbation, "status": e.status})
+    columns = [*EPISODE_COLUMNS, "assistant_model", "dataset", "user_mode", "perturbation", "status"]
+    frame = pd.DataFrame(rows, columns=columns)
+    bools = ["failed", "checked", *FAULT_KINDS, "any_fault"]
+    return frame.astype({c: bool for c in bools}).astype({"reward": "float64", "user_temperature": "float64"})
+
+
+def turn_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """Every fault of every checked episode: episode_id, turn_index (the user turn), kind, evidence; in episode and turn order."""
+    _, _, faults = _detected(store, run_id, judge)
+    rows = [(eid, f.turn_index, f.kind, f.evidence) for eid in sorted(faults) for f in faults[eid]]
+    return pd.DataFrame(rows, columns=TURN_COLUMNS).astype({"turn_index": "int64"})
+
+
+def _detected(store: Store, run_id: str, judge: JudgeIdentity | None) -> tuple[str, pd.DataFrame, dict[str, list[UserFault]]]:
+    """The run's full id, its episodes, and the faults of each checked episode by id."""
+    full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
+    episodes = episodes_df(store, full, exact=True)
+    drift = _drift_labels(store, full, judge)
+    by_id = {e.episode_id: e for e in episodes.itertuples(index=False)}
+    faults: dict[str, list[UserFault]] = {}
+    for eid, messages in store.iter_messages(full, include_errored=True):
+        e = by_id.get(eid)
+        task = _task(e.dataset, e.item_id) if e is not None else None
+        if task is not None:
+            faults[eid] = detect_faults(task, messages, e.termination or "", drift.get(eid))
+    return full, episodes, faults
+
+
+def _task(dataset: str, item_id: str):
+    """τ²'s task of an episode, or None when its dataset is no τ² domain, τ² is not installed, or it lacks the task."""
+    from testbed.scenarios.tau2.domains import DOMAINS, domain, tau2_installed
+
+    name = dataset.removeprefix(DATASET_PREFIX)
+    if not dataset.startswith(DATASET_PREFIX) or name not in DOMAINS or not tau2_installed():
+        return None
+    return domain(name).tasks.get(item_id)
+
+
+def _drift_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> dict[str, dict[int, str]]:
+    """The judge's latest scored label per user turn, by episode; empty without a judge."""
+    if judge is None:
+        return {}
+    labels = judge_labels(store, run_id, judge)
+    labels = labels[(labels.status == "scored") & labels.label.notna()]
+    out: dict[str, dict[int, str]] = {}
+    for eid, turn, label in zip(labels.episode_id, labels.turn_index, labels.label):
+        out.setdefault(eid, {})[int(turn)] = label
+    return out
+
+
+FAULT_RATE_COLUMNS = [*(f"fault_{k}{s}" for k in (*FAULT_KINDS, "any") for s in ("", "_lo", "_hi")),
+                      "failed_with_fault", "failed_with_fault_lo", "failed_with_fault_hi", "fault_episodes", "failed_episodes"]
+"""What `fault_rates` gives a report row, in order."""
+
+
+def fault_rates(faults: pd.DataFrame, judged: bool) -> dict[str, float | int]:
+    """A condition group's fault rates from its `fault_frame` rows: each kind's share of finished, checked episodes
+    (`fault_episodes`) with a Wilson 95 % interval, the share with any fault, and the share of the failed ones among
+    them (`failed_episodes`, reward short of 1) with any fault. Errored episodes are left out, as every rate of a
+    report leaves them out. Without a judge there are no drift labels: `fault_role_drift` is NaN and `any` counts
+    the other kinds."""
+    rows = faults[(faults.status == "done") & faults.checked]
+    failed = rows[rows.failed]
+    n, out = len(rows), {}
+
+    def rate(name: str, hits: int, total: int) -> None:
+        lo, hi = wilson_interval(hits, total)
+        out.update({name: hits / total if total else float("nan"), f"{name}_lo": lo, f"{name}_hi": hi})
+
+    for kind in FAULT_KINDS:
+        if kind == "role_drift" and not judged:
+            out.update({f"fault_{kind}": float("nan"), f"fault_{kind}_lo": float("nan"), f"fault_{kind}_hi": float("nan")})
+        else:
+            rate(f"fault_{kind}", int(rows[kind].sum()), n)
+    rate("fault_any", int(rows.any_fault.sum()), n)
+    rate("failed_with_fault", int(failed.any_fault.sum()), len(failed))
+    out.update({"fault_episodes": n, "failed_episodes": len(failed)})
+    return out
+
+
+def flagged_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> list[FlaggedFault]:
+    """The faults of the run's finished, checked episodes, as a reviewer is asked about them (errored episodes are left
+    out, as every rate of a report leaves them out: reviewing them would be paid for and never shown)."""
+    full, episodes, faults = _detected(store, run_id, judge)
+    finished = set(episodes.episode_id[episodes.status == "done"])
+    return [FlaggedFault(eid, f.turn_index, f.kind, f.evidence) for eid in sorted(faults) if eid in finished for f in faults[eid]]
+
+
+REVIEW_COLUMNS = [*TURN_COLUMNS, "reviewed", "verdict"]
+"""The columns of `reviewed_faults`."""
+REVIEW_RATE_COLUMNS = ["fault_hindered", "fault_hindered_lo", "fault_hindered_hi", "fault_reviewed", "fault_review_unscored",
+                       "failed_hindered", "failed_hindered_lo", "failed_hindered_hi", "failed_hindered_known", "fault_reviewer"]
+"""What `review_rates` gives a report row, in order."""
+
+
+def reviewed_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> tuple[JudgeIdentity, pd.DataFrame] | None:
+    """The reviewer that wrote last on the run (testbed.judges.fault_review) and every fault of the run's checked
+    episodes with its latest review by it: `turn_faults`' columns, `reviewed` (a review exists) and `verdict`
+    (`hindered`, `harmless`, None when unreviewed or unscored); None when no reviewer reviewed the run. Reviews of
+    faults the rules no longer flag are left out."""
+    full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
+    reviewers = store.fault_reviewers(full)
+    if not reviewers:
+        return None
+    latest = {r.key: r for r in store.fault_reviews(full, reviewers[-1])}
+    rows = []
+    for eid, turn, kind, evidence in turn_faults(store, full, judge).itertuples(index=False, name=None):
+        review = latest.get((eid, turn, kind))
+        rows.append((eid, turn, kind, evidence, review is not None, review.verdict if review is not None else None))
+    return reviewers[-1], pd.DataFrame(rows, columns=REVIEW_COLUMNS).astype({"turn_index": "int64", "reviewed": bool})
+
+
+def review_rates(faults: pd.DataFrame, reviewed: pd.DataFrame, reviewer: JudgeIdentity) -> dict[str, float | int | str]:
+    """A condition group's fault severity from its `fault_frame` rows (indexed by episode id) and the run's
+    `reviewed_faults`: the share of its reviewed faults (finished, checked episodes; a fault is one kind on one turn)
+    judged hindering, with a Wilson 95 % interval, over `fault_reviewed` scored reviews, `fault_review_unscored`
+    counted apart; and the share of its failed episodes with a fault judged hindering, over `failed_hindered_known`,
+    the failed episodes whose answer is known (a hindering fault, or every fault reviewed, or none flagged)."""
+    rows = faults[(faults.status == "done") & faults.checked]
+    mine = reviewed[reviewed.episode_id.isin(rows.index)]
+    scored = mine[mine.verdict.notna()]
+    out: dict[str, float | int | str] = {}
+
+    def rate(name: str, hits: int, total: int) -> None:
+        lo, hi = wilson_interval(hits, total)
+        out.update({name: hits / total if total else float("nan"), f"{name}_lo": lo, f"{name}_hi": hi})
+
+    rate("fault_hindered", int((scored.verdict == "hindered").sum()), len(scored))
+    out.update({"fault_reviewed": len(scored), "fault_review_unscored": int((mine.reviewed & mine.verdict.isna()).sum())})
+    by_episode = {eid: list(g.verdict) for eid, g in mine.groupby("episode_id")}
+    failed = [by_episode.get(eid, []) for eid in rows.index[rows.failed]]
+    hindered = sum("hindered" in v for v in failed)
+    known = sum("hindered" in v or all(pd.notna(x) for x in v) for v in failed)
+    rate("failed_hindered", hindered, known)
+    out.update({"failed_hindered_known": known, "fault_reviewer": str(reviewer)})
+    return out

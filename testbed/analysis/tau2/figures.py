@@ -1,0 +1,54 @@
+"""The numbers of `testbed plot`'s τ² figure: a τ² run's mean reward against its simulated users' fault rate, one point
+per user model × user temperature (testbed.analysis.tau2.faults gives each episode's faults).
+
+Declared in testbed.analysis.figures.data's registry with the other figures; drawn by
+testbed.analysis.tau2.figure_drawing, so building the numbers never imports matplotlib.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed.analysis.figures.registry import FigureInputs
+from testbed.analysis.stats import wilson_interval
+from testbed.analysis.tau2.faults import DATASET_PREFIX, fault_frame
+from testbed.analysis.tau2.metrics import reward_interval
+
+USERS_COLUMNS = ["user_model", "user_temperature", "episodes", "errored_episodes", "unchecked", "checked", "scored",
+                 "reward", "reward_lo", "reward_hi", "reward_interval", "fault_episodes", "fault_share", "fault_lo", "fault_hi"]
+"""`tau2_users`' frame: what each point is, its counts, the mean reward and the fault share with their 95 % intervals."""
+MIN_POINTS = 2
+"""Points the figure needs: one user condition alone has nothing to compare with."""
+
+
+def tau2_users(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
+    """Per user model × user temperature of a τ² run's finished episodes: the mean reward (y) with its 95 % interval
+    (Wilson's on 0/1 rewards, else a seeded bootstrap: `reward_interval`) over the scored ones, and the share of
+    episodes with any simulated-user fault (x) with a Wilson interval over the checked ones (their task was found
+    in the installed τ²). Errored episodes are left out of both and counted (`errored_episodes`), as are episodes
+    whose faults could not be checked (`unchecked`). Role drift counts as a fault when the judge labelled drift."""
+    not_tau2 = "no episode of a τ² task the installed τ² package has: not a τ² run"
+    if not inputs.episodes.dataset.str.startswith(DATASET_PREFIX).any():
+        return pd.DataFrame(columns=USERS_COLUMNS), not_tau2
+    faults = fault_frame(inputs.store, inputs.run_id, inputs.judge)
+    if not faults.checked.any():
+        return pd.DataFrame(columns=USERS_COLUMNS), not_tau2
+    rows = []
+    for (model, temperature), g in faults.groupby(["user_model", "user_temperature"], sort=True):
+        done = g[g.status == "done"]
+        checked, rewards = done[done.checked], [float(r) for r in done.reward.dropna()]
+        lo, hi, kind = reward_interval(rewards)
+        hits = int(checked.any_fault.sum())
+        f_lo, f_hi = wilson_interval(hits, len(checked))
+        rows.append({"user_model": model, "user_temperature": float(temperature), "episodes": len(g),
+                     "errored_episodes": int((g.status == "error").sum()), "unchecked": int((~done.checked).sum()),
+                     "checked": len(checked), "scored": len(rewards),
+                     "reward": sum(rewards) / len(rewards) if rewards else float("nan"), "reward_lo": lo, "reward_hi": hi,
+                     "reward_interval": kind, "fault_episodes": hits,
+                     "fault_share": hits / len(checked) if len(checked) else float("nan"), "fault_lo": f_lo, "fault_hi": f_hi})
+    frame = pd.DataFrame(rows, columns=USERS_COLUMNS)
+    drawn = frame[frame.reward.notna() & frame.fault_share.notna()].reset_index(drop=True)
+    if len(drawn) < MIN_POINTS:
+        return drawn.iloc[0:0], (f"needs {MIN_POINTS} user model × temperature points with a reward and checked faults; "
+                                 f"this run has {len(drawn)}")
+    return drawn, None

@@ -1,0 +1,1 @@
+"""The turn loop: participants that take a turn (assistant, simulated user) and why a conversation ends."""
