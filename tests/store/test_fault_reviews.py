@@ -72,7 +72,7 @@ def test_a_version_5_store_gains_the_table_and_keeps_its_rows(tmp_path):
     assert reader.reviewed_faults("run-1", A) == set()
     reader.close()
     upgraded = Store(path)
-    assert (upgraded.schema_version, upgraded.has_table("fault_reviews")) == (SCHEMA_VERSION, True) and SCHEMA_VERSION == 6
+    assert (upgraded.schema_version, upgraded.has_table("fault_reviews")) == (SCHEMA_VERSION, True) and SCHEMA_VERSION >= 6
     assert upgraded.messages("run-1", "e1") == messages
     assert upgraded.rewards("run-1")["e1"].breakdown == {"DB": 1.0}
     assert [(r.turn_index, r.label) for r in latest_labels(upgraded, "run-1")] == [(1, "genuine_followup")]
@@ -80,4 +80,4 @@ def test_a_version_5_store_gains_the_table_and_keeps_its_rows(tmp_path):
     assert [r.verdict for r in upgraded.fault_reviews("run-1")] == ["harmless"]
     upgraded.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "6"
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
