@@ -6,5 +6,5 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash scripts/bootstrap.sh
 .venv/bin/testbed prepare-model
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"   # the docs site: a broken link fails here
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"   # the docs site: a broken link fails here
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
