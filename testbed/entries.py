@@ -1,14 +1,17 @@
 """The registration of every extension point: each name with the import path of its typed entry.
 
 This module sits at the top of the package (`testbed/__init__.py` imports it first), so it may
-name any module; the registries it fills (testbed.specs.registries) name none. Registering imports nothing: an entry's module is imported when the entry is first read.
-Adding a scenario kind, backend, judge kind, framework or report is its entry in its own module
-plus one line here.
+name any module; the registries it fills (testbed.specs.registries, and testbed.datasets.catalog for
+the datasets) name none. Registering imports nothing: an entry's module is imported when the entry
+is first read. Adding a scenario kind, backend, judge kind, framework, report, dataset or figure is
+its entry in its own module plus one line here; nothing else registers (tests/house/test_registrations.py).
+The figures are built, written and listed by `testbed plot` in the order they are registered here.
 """
 
 from __future__ import annotations
 
-from testbed.specs.registries import BACKENDS, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
+from testbed.datasets.catalog import DATASETS
+from testbed.specs.registries import BACKENDS, FIGURES, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
 
 KINDS.register("probe", "testbed.scenarios.probe:KIND")
 KINDS.register("dialogue", "testbed.scenarios.dialogue:KIND")
@@ -37,3 +40,19 @@ REPORTS.register("probe", "testbed.analysis.reports.probe:PROBE_REPORT")
 REPORTS.register("conversation", "testbed.analysis.reports.conversation:CONVERSATION_REPORT")
 REPORTS.register("info_gathering", "testbed.analysis.reports.conversation:INFO_GATHERING_REPORT")
 REPORTS.register("tau2", "testbed.analysis.tau2.report:TAU2_REPORT")
+
+DATASETS.register("gsm8k", "testbed.datasets.gsm8k:GSM8K")
+DATASETS.register("ifeval", "testbed.datasets.instructions:IFEVAL")
+DATASETS.register("ifbench", "testbed.datasets.instructions:IFBENCH")
+DATASETS.register("gpqa_diamond", "testbed.datasets.gpqa:GPQA_DIAMOND")
+DATASETS.register("healthbench", "testbed.datasets.healthbench:HEALTHBENCH")
+DATASETS.register("sharegpt", "testbed.datasets.sharegpt:SHAREGPT")
+
+FIGURES.register("accuracy_vs_followup", "testbed.analysis.figures.data:ACCURACY_VS_FOLLOWUP")
+FIGURES.register("followup_vs_temperature", "testbed.analysis.figures.data:FOLLOWUP_VS_TEMPERATURE")
+FIGURES.register("perturbation_effects", "testbed.analysis.figures.data:PERTURBATION_EFFECTS")
+FIGURES.register("failure_modes", "testbed.analysis.figures.data:FAILURE_MODES")
+FIGURES.register("survival", "testbed.analysis.figures.data:SURVIVAL")
+FIGURES.register("tau2-users", "testbed.analysis.tau2.figures:TAU2_USERS")
+FIGURES.register("realism", "testbed.analysis.figures.realism_data:REALISM")
+FIGURES.register("realism-labels", "testbed.analysis.figures.realism_data:REALISM_LABELS")

@@ -59,7 +59,7 @@ class Ref:
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered name: its main import path (empty for an entry added in place) and what it declares about itself."""
+    """One registered name: its main import path and what it declares about itself."""
 
     name: str
     target: str
@@ -108,22 +108,6 @@ class Registry(Generic[E]):
         entry = Entry(name, target, MappingProxyType(dict(meta)))
         self._entries[name] = entry
         return entry
-
-    def add(self, value: E) -> E:
-        """Register an entry object declared in place (by a decorator) under the name it declares.
-
-        Its record has no import path (`target` is empty) and is already loaded; a name registered
-        twice, or a value of another type than the registry's entries, is refused.
-        """
-        name = getattr(value, "name", None)
-        if not isinstance(name, str):
-            raise TypeError(f"a {self.what} entry declares its `name`; {value!r} does not")
-        if name in self._entries:
-            raise ValueError(f"{self.what} {name!r} is already registered")
-        if self.entry_type is not None and not isinstance(value, self.entry_type):
-            raise TypeError(f"{value!r} is a {type(value).__name__}, not a {self.entry_type.__name__} ({self.what} {name!r})")
-        self._entries[name] = Entry(name, "", _cache={"target": value})
-        return value
 
     def unregister(self, name: str) -> None:
         """Remove an entry (tests that register a fake one remove it again)."""

@@ -32,11 +32,12 @@ def test_a_rerun_through_the_api_resumes(spec_dir, tmp_path):
 
 
 def test_importing_testbed_loads_nothing_heavy():
-    """Only the registrations (names and import paths, testbed/entries.py) load with the package."""
+    """Only the registrations (names and import paths, testbed/entries.py) and the registries they fill load with the package."""
     code = ("import sys, testbed; print(sorted(m for m in sys.modules "
             "if m.startswith(('testbed.', 'pandas', 'aiohttp', 'pydantic', 'httpx', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == str(["testbed.entries", "testbed.registry", "testbed.specs", "testbed.specs.registries"])
+    assert out.strip() == str(["testbed.datasets", "testbed.datasets.catalog", "testbed.datasets.entry", "testbed.datasets.items",
+                               "testbed.entries", "testbed.registry", "testbed.specs", "testbed.specs.registries"])
 
 
 def test_unknown_names_are_attribute_errors():

@@ -284,14 +284,3 @@ def test_the_registries_are_the_spec_layers_only_view_of_implementations():
             "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('testbed.')}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "scenarios" not in out and "backends" not in out and "analysis" not in out, out
-
-
-def test_an_entry_declared_in_place_is_registered_under_its_own_name():
-    from testbed.frameworks.catalogue import NATIVE
-
-    reg = Registry("framework", FrameworkEntry)
-    assert reg.add(NATIVE) is NATIVE and reg.entry("native") is NATIVE and list(reg) == [NATIVE]
-    with pytest.raises(ValueError, match="framework 'native' is already registered"):
-        reg.add(NATIVE)
-    with pytest.raises(TypeError, match="not a BackendEntry"):
-        Registry("backend", BackendEntry).add(NATIVE)

@@ -1,8 +1,9 @@
 """Every benchmark by name: the one registry of dataset entries, and the lookups the other layers make.
 
-Each name points at the `DatasetEntry` at the end of the module that implements the dataset;
-nothing is imported until an entry is first read, so validating a spec's `dataset:` costs only
-the names. A new dataset is its module with its entry plus one `register` line here.
+Each name points at the `DatasetEntry` at the end of the module that implements the dataset; the
+names are registered in `testbed/entries.py`. Nothing is imported until an entry is first read, so
+validating a spec's `dataset:` costs only the names. A new dataset is its module with its entry plus
+one `register` line in entries.py.
 """
 
 from __future__ import annotations
@@ -21,13 +22,6 @@ class UnknownDataset(ValueError):
 
 DATASETS: Registry[DatasetEntry] = Registry("dataset", DatasetEntry)
 """Known datasets by name, in a stable order (the order messages list them in)."""
-
-DATASETS.register("gsm8k", "testbed.datasets.gsm8k:GSM8K")
-DATASETS.register("ifeval", "testbed.datasets.instructions:IFEVAL")
-DATASETS.register("ifbench", "testbed.datasets.instructions:IFBENCH")
-DATASETS.register("gpqa_diamond", "testbed.datasets.gpqa:GPQA_DIAMOND")
-DATASETS.register("healthbench", "testbed.datasets.healthbench:HEALTHBENCH")
-DATASETS.register("sharegpt", "testbed.datasets.sharegpt:SHAREGPT")
 
 
 def dataset_entry(name: str) -> DatasetEntry:

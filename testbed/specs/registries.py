@@ -1,6 +1,6 @@
 """The testbed's extension points: a typed entry for each kind of plug-in and the registry that holds them.
 
-Each scenario kind, backend, judge kind, framework and report declares one entry object beside its code
+Each scenario kind, backend, judge kind, framework, report and figure declares one entry object beside its code
 (`KIND = ScenarioKindEntry(name="probe", ...)` at the end of `testbed/scenarios/probe.py`), with
 plain references to what it implements. The registries here hold only names and the import path
 of each entry; the names are registered in `testbed/entries.py`, at the top of the package, so no
@@ -130,6 +130,27 @@ class ReportEntry:
     options: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FigureEntry:
+    """A `testbed plot` figure: `name` the stem of its PNG and CSV, `title` the head of its title, `build` its numbers
+    `(FigureInputs) -> (frame, skip reason)` (testbed.analysis.figures.registry), `draw` the import path of the
+    function `(FigureData, path) -> None` that draws it, so building the numbers never imports matplotlib;
+    `needs_labels` False for a figure drawn without a judge's labels (it is skipped only by its own reason).
+
+    Declared beside its builder; the figures are built, written and listed in the order they are registered.
+    """
+
+    name: str
+    title: str
+    build: Callable[..., Any]
+    draw: str
+    needs_labels: bool = True
+
+    def drawing(self) -> Callable[..., Any]:
+        """The drawing function, imported on first use (it needs matplotlib)."""
+        return import_path(self.draw)
+
+
 KINDS: Registry[ScenarioKindEntry] = Registry("scenario kind", ScenarioKindEntry)
 """Scenario kinds, by the `kind:` a scenario spec names."""
 BACKENDS: Registry[BackendEntry] = Registry("backend", BackendEntry)
@@ -140,6 +161,8 @@ FRAMEWORKS: Registry[FrameworkEntry] = Registry("framework", FrameworkEntry)
 """Frameworks, by the name `--framework` takes."""
 REPORTS: Registry[ReportEntry] = Registry("report", ReportEntry)
 """Reports, by the name a scenario kind's entry gives."""
+FIGURES: Registry[FigureEntry] = Registry("figure", FigureEntry)
+"""`testbed plot`'s figures, in the order they are built, written and listed."""
 
 
 def registered(registry: Registry, accepts: Callable[[Any], bool] | None = None) -> Any:

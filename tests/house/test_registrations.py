@@ -1,9 +1,12 @@
-"""Extension points are typed entries declared beside their code, and no import path names a module above it.
+"""Extension points are typed entries declared beside their code, registered only in testbed/entries.py, and no
+import path names a module above it.
 
 An import path in a string (`"testbed.cli.app:print_table"`) is an import the import checks do not
 see: a spec-layer registry naming a CLI function is a cycle hidden in a string. Here every such string
 counts as an import of the module that holds it, and the package graph must stay acyclic; and every
-registered name must resolve to an entry of its registry's type that declares the same name.
+registered name must resolve to an entry of its registry's type that declares the same name. Registries are
+made in two modules (testbed.specs.registries, testbed.datasets.catalog) and filled in one (testbed.entries):
+a registry made, or a name registered (by a call or a decorator), anywhere else fails here.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ import re
 from imports import PACKAGE, cycles, import_graph, module_name
 from test_import_cycles import packages
 
-from testbed.specs.registries import BACKENDS, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
+from testbed.datasets.catalog import DATASETS
+from testbed.specs.registries import BACKENDS, FIGURES, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
 
 IMPORT_PATH = re.compile(r"^(testbed(?:\.\w+)*):[\w.]+$")
-REGISTRIES = (KINDS, BACKENDS, JUDGE_KINDS, FRAMEWORKS, REPORTS)
+REGISTRIES = (KINDS, BACKENDS, JUDGE_KINDS, FRAMEWORKS, REPORTS, DATASETS, FIGURES)
+REGISTRY_HOMES = {"testbed.specs.registries", "testbed.datasets.catalog"}
+"""The modules that make the registries; only testbed.entries fills them."""
+READS = {"get", "entry", "load", "names", "one_of"}
+"""What a module other than testbed.entries may call on a registry."""
 
 
 def string_imports(source: str) -> set[str]:
@@ -57,9 +65,44 @@ def test_every_registered_name_is_a_typed_entry_declaring_that_name():
             assert dict(registry.get(name).meta) == {}, f"{registry.what} {name}: declare its facts in its entry"
 
 
+def registry_names(source: str) -> set[str]:
+    """The names a module binds to a new registry (`X = Registry(...)`, `X: Registry[...] = FigureRegistry()`)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1].endswith("Registry"):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found
+
+
+def registrations(source: str, registries: set[str]) -> list[str]:
+    """Each call on a registry that is not a read (`KINDS.register(...)`, `@FIGURES.figure(...)`, `REPORTS.add(x)`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in READS:
+            owner = node.func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", None)
+            if name in registries:
+                found.append(ast.unparse(node.func))
+    return found
+
+
+def test_the_scan_finds_registries_and_registrations_by_call_or_decorator():
+    assert registry_names('A: Registry[E] = Registry("a", E)\nB = FigureRegistry()\nC = dict()') == {"A", "B"}
+    source = ('KINDS.register("x", "m:X")\n@FIGURES.figure("f", "F", draw="m:d")\ndef f(inputs): ...\n'
+              'registries.REPORTS.add(R)\nKINDS.entry("x"); FIGURES.names(); other.register("y")\n')
+    assert registrations(source, {"KINDS", "FIGURES", "REPORTS"}) == ["KINDS.register", "FIGURES.figure", "registries.REPORTS.add"]
+
+
 def test_the_registrations_live_in_one_module_at_the_top():
-    """Registries are filled only by testbed/entries.py (and tests' fakes), which the package imports first."""
-    registering = sorted(module_name(p) for p in PACKAGE.rglob("*.py")
-                         if re.search(r"^(KINDS|BACKENDS|JUDGE_KINDS|FRAMEWORKS|REPORTS)\.register\(", p.read_text(), re.M))
+    """Registries are made in their two homes and filled only by testbed/entries.py (and tests' fakes), which the
+    package imports first."""
+    sources = {module_name(p): p.read_text() for p in PACKAGE.rglob("*.py")}
+    making = {module for module, source in sources.items() if registry_names(source)}
+    assert making == REGISTRY_HOMES
+    names = set().union(*(registry_names(sources[home]) for home in REGISTRY_HOMES))
+    assert names == {"KINDS", "BACKENDS", "JUDGE_KINDS", "FRAMEWORKS", "REPORTS", "FIGURES", "DATASETS"}
+    registering = sorted(module for module, source in sources.items() if registrations(source, names))
     assert registering == ["testbed.entries"]
     assert "from testbed import entries" in (PACKAGE / "__init__.py").read_text()

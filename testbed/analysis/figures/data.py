@@ -15,14 +15,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from testbed.analysis.drift import run_drift, survival_curve
-from testbed.analysis.figures.registry import Figure, FigureInputs, FigureRegistry
+from testbed.analysis.figures.registry import FigureInputs
 from testbed.analysis.frames import episodes_frame, normalise
 from testbed.analysis.perturbation import PAIR
-from testbed.analysis.figures.realism_data import REAL_USERS, realism_conditions, realism_labels
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2.figures import tau2_users
 from testbed.judges.taxonomy import taxonomy
 from testbed.scenarios.human_reference import HUMAN_MODE
+from testbed.specs.registries import FIGURES, FigureEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.labels import JudgeIdentity, labels_frame
@@ -30,8 +29,6 @@ from testbed.store.labels import JudgeIdentity, labels_frame
 __all__ = ["FIGURES", "PAIR", "FigureData", "FigureInputs", "answer_accuracy", "figure_data", "no_labels_reason",
            "finished_turns"]
 
-FIGURES = FigureRegistry()
-"""Every figure, declared below by `@FIGURES.figure(...)` on its builder, in the order they are built, written and listed."""
 _DRAWING = "testbed.analysis.figures.drawing"
 
 
@@ -49,7 +46,7 @@ class FigureData:
     """Why the figure cannot be drawn for this run and judge; None when it can."""
 
 
-def title_of(figure: Figure, run_id: str, judge: JudgeIdentity | None) -> str:
+def title_of(figure: FigureEntry, run_id: str, judge: JudgeIdentity | None) -> str:
     """The figure title: what is plotted — run — judge."""
     return f"{figure.title} — run {run_id} — judge {judge if judge is not None else 'none'}"
 
@@ -125,7 +122,6 @@ Built = tuple[pd.DataFrame, str | None]
 """A figure's frame and its skip reason (None when it can be drawn)."""
 
 
-@FIGURES.figure("accuracy_vs_followup", "Task accuracy vs follow-up rate", draw=f"{_DRAWING}:draw_accuracy_vs_followup")
 def accuracy_vs_followup(inputs: FigureInputs) -> Built:
     """One point per (assistant_model, dataset): task accuracy against the follow-up rate of its
     unperturbed scored user turns.
@@ -158,7 +154,11 @@ def accuracy_vs_followup(inputs: FigureInputs) -> Built:
     return drawn.reset_index(drop=True), None
 
 
-@FIGURES.figure("followup_vs_temperature", "Follow-up rate vs user temperature", draw=f"{_DRAWING}:draw_followup_vs_temperature")
+ACCURACY_VS_FOLLOWUP = FigureEntry("accuracy_vs_followup", "Task accuracy vs follow-up rate", accuracy_vs_followup,
+                                   f"{_DRAWING}:draw_accuracy_vs_followup")
+"""The figure of `accuracy_vs_followup`: one point per assistant model and dataset."""
+
+
 def followup_vs_temperature(inputs: FigureInputs) -> Built:
     """Follow-up rate of unperturbed scored user turns per dataset × user model × user mode ×
     user temperature (the sampling temperature of the simulated user, not the assistant).
@@ -180,6 +180,11 @@ def followup_vs_temperature(inputs: FigureInputs) -> Built:
     if not (frame.scored > 0).any():
         return frame.iloc[0:0], "no scored unperturbed user turns"
     return frame.merge(_real_users_followup(unperturbed[unperturbed.user_mode == HUMAN_MODE]), on="dataset", how="left"), None
+
+
+FOLLOWUP_VS_TEMPERATURE = FigureEntry("followup_vs_temperature", "Follow-up rate vs user temperature", followup_vs_temperature,
+                                      f"{_DRAWING}:draw_followup_vs_temperature")
+"""The figure of `followup_vs_temperature`: one line per dataset, user model and user mode."""
 
 
 REAL_USERS_COLUMNS = ["dataset", "real_users_scored", "real_users_followup_rate", "real_users_followup_lo",
@@ -210,8 +215,6 @@ def _paired(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
     return frame[frame.perturbation != "none"].merge(base, on=PAIR, suffixes=("", "_base"))
 
 
-@FIGURES.figure("perturbation_effects", "Follow-up rate before → after perturbing the answer",
-                draw=f"{_DRAWING}:draw_perturbation_effects")
 def perturbation_effects(inputs: FigureInputs) -> Built:
     """Per user model × perturbation, over pairs of episodes that saw the same answer unperturbed
     and perturbed (across user modes and temperatures): the share of user turns that changed, and
@@ -239,7 +242,11 @@ def perturbation_effects(inputs: FigureInputs) -> Built:
     return pd.DataFrame(rows), None
 
 
-@FIGURES.figure("failure_modes", "Labels of unperturbed user turns", draw=f"{_DRAWING}:draw_failure_modes")
+PERTURBATION_EFFECTS = FigureEntry("perturbation_effects", "Follow-up rate before → after perturbing the answer", perturbation_effects,
+                                   f"{_DRAWING}:draw_perturbation_effects")
+"""The figure of `perturbation_effects`: before and after per user model and perturbation."""
+
+
 def failure_modes(inputs: FigureInputs) -> Built:
     """Share of each taxonomy label among the unperturbed user turns the judge gave an 8-way label,
     per user model × user mode; `labelled` is the denominator, `scored_without_label` counts the
@@ -267,7 +274,11 @@ def failure_modes(inputs: FigureInputs) -> Built:
     return pd.DataFrame(rows), None
 
 
-@FIGURES.figure("survival", "In-role survival over user turns", draw=f"{_DRAWING}:draw_survival_figure")
+FAILURE_MODES = FigureEntry("failure_modes", "Labels of unperturbed user turns", failure_modes,
+                            f"{_DRAWING}:draw_failure_modes")
+"""The figure of `failure_modes`: the label mix per user model and user mode."""
+
+
 def survival(inputs: FigureInputs) -> Built:
     """Kaplan–Meier share of episodes still in role after k generated user turns, per user model.
 
@@ -287,12 +298,9 @@ def survival(inputs: FigureInputs) -> Built:
     return frame[["user_model", "episodes", "k", "at_risk", "drifted_at_k", "censored_at_k", "survival"]], None
 
 
-FIGURES.figure("tau2-users", "τ² reward vs simulated-user fault rate", draw="testbed.analysis.tau2.figure_drawing:draw_tau2_users",
-               needs_labels=False)(tau2_users)
-FIGURES.figure("realism", "Simulated vs real users: discriminator AUC and label-mix JSD per condition",
-               draw="testbed.analysis.figures.realism_drawing:draw_realism")(realism_conditions)
-FIGURES.figure("realism-labels", f"Label mix of first user turns on real contexts, {REAL_USERS} first",
-               draw="testbed.analysis.figures.realism_drawing:draw_realism_labels")(realism_labels)
+SURVIVAL = FigureEntry("survival", "In-role survival over user turns", survival,
+                       f"{_DRAWING}:draw_survival_figure")
+"""The figure of `survival`: one Kaplan–Meier curve per user model."""
 
 
 def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[FigureData]:

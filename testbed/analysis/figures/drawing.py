@@ -2,7 +2,7 @@
 
 Every rate axis is a share from 0 to 1 and every error bar or band is the Wilson 95 % interval
 the CSV holds (`testbed.analysis.figures.data`), so a figure never shows a number its CSV lacks.
-Each function here is named by its figure's entry (`@FIGURES.figure(..., draw=...)` in figure_data),
+Each function here is named by its figure's entry (`FigureEntry(..., draw)` beside its builder in figure_data),
 which is how `draw` finds it; the shared look is `testbed.analysis.figures.style`.
 """
 

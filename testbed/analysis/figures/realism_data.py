@@ -16,6 +16,7 @@ from testbed.analysis.figures.registry import FigureInputs
 from testbed.analysis.realism.table import REAL_SOURCE
 from testbed.analysis.realism.runs import realism_turns, run_realism
 from testbed.judges.taxonomy import LABELS
+from testbed.specs.registries import FigureEntry
 
 REAL_USERS = "real users"
 """The condition label of the real users' row of the label mix, and of the baseline line on the follow-up figure."""
@@ -54,6 +55,11 @@ def realism_conditions(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
     return drawn, None
 
 
+REALISM = FigureEntry("realism", "Simulated vs real users: discriminator AUC and label-mix JSD per condition", realism_conditions,
+                      "testbed.analysis.figures.realism_drawing:draw_realism")
+"""The figure of `realism_conditions`: each simulated condition's distance from the real users."""
+
+
 def _label_row(condition: str, user_model: str, user_mode: str, temperature: float, labels: pd.Series) -> dict:
     """One bar of the label mix: the share of each taxonomy label among the group's labelled turns."""
     known = labels[labels.isin(LABELS)]
@@ -79,3 +85,8 @@ def realism_labels(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
     if frame.labelled.iloc[0] == 0 or not (frame.labelled.iloc[1:] > 0).any():
         return frame.iloc[0:0], "the judge gave no 8-way label to the real users' turns or to any simulated condition's"
     return frame[frame.labelled > 0].reset_index(drop=True), None
+
+
+REALISM_LABELS = FigureEntry("realism-labels", f"Label mix of first user turns on real contexts, {REAL_USERS} first", realism_labels,
+                             "testbed.analysis.figures.realism_drawing:draw_realism_labels")
+"""The figure of `realism_labels`: the real users' label mix beside each simulated condition's."""

@@ -1,7 +1,7 @@
 """The numbers of `testbed plot`'s τ² figure: a τ² run's mean reward against its simulated users' fault rate, one point
 per user model × user temperature (testbed.analysis.tau2.faults gives each episode's faults).
 
-Declared in testbed.analysis.figures.data's registry with the other figures; drawn by
+Its entry `TAU2_USERS` is registered in testbed/entries.py with the other figures; drawn by
 testbed.analysis.tau2.figure_drawing, so building the numbers never imports matplotlib.
 """
 
@@ -13,6 +13,7 @@ from testbed.analysis.figures.registry import FigureInputs
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2.faults import DATASET_PREFIX, fault_frame
 from testbed.analysis.tau2.metrics import reward_interval
+from testbed.specs.registries import FigureEntry
 
 USERS_COLUMNS = ["user_model", "user_temperature", "episodes", "errored_episodes", "unchecked", "checked", "scored",
                  "reward", "reward_lo", "reward_hi", "reward_interval", "fault_episodes", "fault_share", "fault_lo", "fault_hi"]
@@ -52,3 +53,8 @@ def tau2_users(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
         return drawn.iloc[0:0], (f"needs {MIN_POINTS} user model × temperature points with a reward and checked faults; "
                                  f"this run has {len(drawn)}")
     return drawn, None
+
+
+TAU2_USERS = FigureEntry("tau2-users", "τ² reward vs simulated-user fault rate", tau2_users,
+                         "testbed.analysis.tau2.figure_drawing:draw_tau2_users", needs_labels=False)
+"""The figure of `tau2_users`, drawn without a judge's labels (role drift joins the faults only when the judge has them)."""
