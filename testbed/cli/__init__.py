@@ -10,6 +10,8 @@ from testbed.cli import plot as _plot  # noqa: F401  (registers plot)
 from testbed.cli import fault_review as _fault_review  # noqa: F401  (registers review-faults)
 from testbed.cli import review as _review  # noqa: F401  (registers review)
 from testbed.cli import recover as _recover  # noqa: F401  (registers recover)
-from testbed.cli.app import app, main
+from testbed.cli.app import app, list_helps, main
+
+list_helps(app)
 
 __all__ = ["app", "main"]

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
-
 from testbed.backends.base import BackendError
 from testbed.cli.given_names import given_name
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
+from testbed.fitted_table import FitColumn, FittedTable
 from testbed.specs.errors import SpecError
-from testbed.specs.registries import FRAMEWORKS
+from testbed.specs.registries import FRAMEWORKS, default_framework
 from testbed.store.sqlite_store import StoreError
 from testbed.terminal_text import neutralised
 
@@ -39,9 +40,9 @@ def run(
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
     judge: Annotated[bool, typer.Option(help="label the user turns with the default judge (learned) when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
-    framework: Annotated[str, typer.Option("--framework", help=f"who runs the turn loop: {' | '.join(FRAMEWORKS.names())}")] = "native",
+    framework: Annotated[str, typer.Option("--framework", help=f"who runs the turn loop: {' | '.join(FRAMEWORKS.names())}")] = default_framework(),
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes, replacing the scenario's (e.g. instructed)")] = None,
-    wire: Annotated[Optional[bool], typer.Option("--wire/--no-wire", help="keep the wire log of every request (default: on for every framework but native)")] = None,
+    wire: Annotated[Optional[bool], typer.Option("--wire/--no-wire", help=f"keep the wire log of every request (default: on for every framework but {default_framework()})")] = None,
 ) -> None:
     """Run a scenario (or resume it: finished episodes are kept, the rest are done)."""
     from testbed.frameworks.base import FrameworkNotInstalled
@@ -127,12 +128,7 @@ def runs(store: StoreOpt = None) -> None:
 
         sys.stdout.write("".join("\t".join(neutralised(cell) for cell in row) + "\n" for row in (columns, *rows)))
         return
-    table = Table(title=f"runs in {db.path}")
-    for col in columns:
-        table.add_column(col, no_wrap=col == "run id")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(FittedTable((FitColumn(col, no_wrap=col == "run id") for col in columns), rows, title=f"runs in {db.path}"))
 
 
 @app.command()
@@ -181,10 +177,7 @@ def prepare_model(
     from testbed.backends.model_prep import prepare_model as prepare
 
     if list_models:
-        table = Table()
-        table.add_column("model", no_wrap=True)
-        for column in ("about", "size", "licence", "prepared"):
-            table.add_column(column)
+        table = FittedTable((FitColumn("model", no_wrap=True), "about", "size", "licence", "prepared"))
         for entry in CATALOGUE.values():
             table.add_row(" / ".join(entry.names), entry.title, f"{entry.size / 1e6:.0f} MB", entry.licence,
                           "yes" if is_prepared(model_dir(entry)) else "no")
@@ -199,6 +192,22 @@ def prepare_model(
     except ModelPrepError as exc:
         fail(str(exc))
     say(f"{entry.name} ready at {path}; use it with `backend: vllm` and `model: {entry.name}` in an agent spec")
+
+
+def list_helps(typer_app: typer.Typer) -> None:
+    """Give every command without one a one-line summary for `testbed --help`: the first sentence of its docstring with
+    the docstring's line breaks joined, so the command list wraps cleanly at any width (rich help keeps single line
+    breaks there, which printed a long docstring as ragged lines); `testbed COMMAND --help` still shows it whole."""
+    for info in typer_app.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            info.short_help = first_sentence(inspect.getdoc(info.callback) or "")
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    end = re.search(r"[.;](?=\s+[A-Z`])", paragraph)
+    return paragraph[:end.start() + 1].rstrip(";") + ("" if paragraph[end.start()] == "." else ".") if end else paragraph
 
 
 def main() -> None:

@@ -7,11 +7,11 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, open_store, run_async, say, split_list
 from testbed.cli.given_names import given_judge
 from testbed.cli.shell import Terminated
+from testbed.fitted_table import FitColumn, FittedTable
 from testbed.specs.errors import SpecError
 from testbed.specs.registries import FRAMEWORKS
 from testbed.store.labels import DEFAULT_JUDGE
@@ -187,11 +187,7 @@ def _print_record(w, full: bool) -> None:
 
     tokens = f"{w.prompt_tokens} prompt + {w.completion_tokens} completion tokens" if w.prompt_tokens is not None else "no usage"
     say((f"#{w.seq} {w.role} → turn {w.turn_index}", "bold"), f": HTTP {w.status}, {w.latency_s * 1000:.0f} ms, {tokens}")
-    table = Table(show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("role")
-    table.add_column("name")
-    table.add_column("content", overflow="fold")
+    table = FittedTable((FitColumn("#", justify="right"), "role", "name", FitColumn("content", fold=True)), show_lines=True)
     for i, m in enumerate(w.messages):
         table.add_row(str(i), _shown(m.get("role"), full), _shown(m.get("name") or "", full), _shown(m.get("content"), full))
     table.add_row("→", "reply", "", _shown(w.reply if w.reply is not None else w.response, full))

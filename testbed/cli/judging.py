@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
 from testbed.cli.report_output import error_rates_file
 from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, say
+from testbed.fitted_table import FitColumn, FittedTable
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
@@ -82,9 +82,8 @@ def agree(
     if result["labels"] is not None:
         ag = result["labels"]
         console.print(f"8-way labels: Cohen's κ = {ag.kappa:.3f}, raw agreement = {ag.observed:.1%}")
-        table = Table(title=f"per label ({b} as reference)")
-        for col in ("label", "precision", "recall", "f1", "support"):
-            table.add_column(col, justify="left" if col == "label" else "right")
+        table = FittedTable((FitColumn(col, justify="left" if col == "label" else "right")
+                             for col in ("label", "precision", "recall", "f1", "support")), title=f"per label ({b} as reference)")
         for r in ag.per_label.itertuples(index=False):
             table.add_row(r.label, *(f"{x:.2f}" if x == x else "n/a" for x in (r.precision, r.recall, r.f1)), str(r.support))
         console.print(table)

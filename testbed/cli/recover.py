@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from testbed.cli.app import app, console, fail, say
 from testbed.cli.output import output_folder
+from testbed.fitted_table import FitColumn, FittedTable
 
 
 @app.command()
@@ -29,9 +29,8 @@ def recover(
         fail(str(exc))
     except (OSError, sqlite3.Error) as exc:
         fail(f"cannot write the copy {out} ({getattr(exc, 'strerror', None) or exc}): give a path in a folder you can write")
-    table = Table(title=f"recovered {store} into {out}")
-    for column in ("table", "rows kept", "rows lost", "unreadable rowids"):
-        table.add_column(column, justify="left" if column in ("table", "unreadable rowids") else "right")
+    table = FittedTable((FitColumn(column, justify="left" if column in ("table", "unreadable rowids") else "right")
+                         for column in ("table", "rows kept", "rows lost", "unreadable rowids")), title=f"recovered {store} into {out}")
     for t in result.tables:
         gaps = t.unreadable or ", ".join(_span(lo, hi) for lo, hi in t.skipped[:5])
         gaps += " …" if len(t.skipped) > 5 else ""

@@ -6,11 +6,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from testbed.cli.shell import console, err_console, fail, say
+from testbed.fitted_table import FittedTable
+from testbed.redaction import redact
 from testbed.store.labels import REVIEWED
 from testbed.store.sqlite_store import StoreError
+from testbed.terminal_text import neutralised
 
 
 def report_judge(db, run_id: str, selector: str | None):
@@ -29,7 +33,7 @@ def print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_wi
                  errored: str | None = None) -> None:
     """Print a run's report in `fmt` (with the tables beside it for `table`), or fail with one clear message."""
     from testbed.analysis.frames import shared_reads
-    from testbed.analysis.reports.render import as_rich_tables, render
+    from testbed.analysis.reports.render import as_rich_tables
     from testbed.analysis.reports.probe import ReportOptionError, report_frame
 
     try:
@@ -67,15 +71,11 @@ def print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_wi
                 console.print(table)
             if who is not None:
                 _print_judge_figures(db, meta["run_id"], who)
-            print_perturbation_effects(db, meta["run_id"], who)
-            print_realism(db, meta["run_id"], who, fmt)
-            print_replica_counts(db, meta["run_id"])
+            print_beside(db, meta["run_id"], who)
             for reason, n in db.error_reasons(meta["run_id"]):
-                say((f"{n} episode(s) failed:", "red"), " ", reason)
+                note((f"{n} episode(s) failed:", "red"), " ", reason)
         else:
-            sys.stdout.write(render(frame, fmt) + "\n")
-            if fmt == "markdown":
-                print_realism(db, meta["run_id"], who, fmt)
+            print_formatted(db, meta["run_id"], who, frame, fmt)
 
 
 def _labels_note(who, counts: dict[str, int], reasons: list[tuple[str, int]]) -> str:
@@ -96,17 +96,23 @@ def _print_judge_figures(db, run_id: str, who) -> None:
     from testbed.store.labels import HUMAN
 
     if who.judge == REVIEWED:
-        say(decided_line(db, run_id, who))
+        note(decided_line(db, run_id, who))
     for stage in stages(who):
-        say("  " + (f"{stage}: a person, taken as right" if stage.judge == HUMAN else figures_line(stage)))
+        note(f"{stage}: a person, taken as right" if stage.judge == HUMAN else figures_line(stage), indent=2)
+
+
+def note(*parts: str | tuple[str, str], indent: int = 0) -> None:
+    """Print a line of plain and (text, style) parts like `say`, wrapped at the terminal's width (under `indent`
+    spaces) so a long judge figure or error reason reads at 80 columns too."""
+    shown = ((neutralised(p[0]), p[1]) if isinstance(p, tuple) else neutralised(redact(p)) for p in parts)
+    console.print(Padding(Text.assemble(*shown), (0, 0, 0, indent), expand=False))
 
 
 def print_realism(db, run_id: str, who, fmt: str) -> None:
     """The realism table, when the run holds human-reference episodes (a run over real conversations)."""
     from testbed.analysis.realism.render import as_markdown, as_rich
-    from testbed.analysis.realism.runs import run_realism
 
-    realism = run_realism(db, run_id, who, closeness=True)
+    realism = _realism(db, run_id, who)
     if realism.empty:
         return
     if fmt == "markdown":
@@ -115,37 +121,77 @@ def print_realism(db, run_id: str, who, fmt: str) -> None:
         console.print(as_rich(realism))
 
 
-def print_replica_counts(db, run_id: str) -> None:
+def _realism(db, run_id: str, who):
+    from testbed.analysis.realism.runs import run_realism
+
+    return run_realism(db, run_id, who, closeness=True)
+
+
+def print_formatted(db, run_id: str, who, frame, fmt: str) -> None:
+    """The report in Markdown, CSV or JSON with every table the terminal shows beside it: Markdown adds them as tables
+    under the report's (realism, perturbations, replicas) and lists the reasons episodes failed; CSV and JSON join the
+    realism and perturbation tables onto the report's rows (`testbed.analysis.reports.beside`)."""
+    from testbed.analysis.perturbation import perturbation_effects
+    from testbed.analysis.reports.beside import with_perturbations, with_realism
+    from testbed.analysis.reports.render import render
+
+    effects = perturbation_effects(db, run_id, who)
+    if fmt != "markdown":
+        sys.stdout.write(render(with_perturbations(with_realism(frame, _realism(db, run_id, who)), effects), fmt) + "\n")
+        return
+    sys.stdout.write(render(frame, fmt) + "\n")
+    perturbations = perturbation_table(effects)
+    if perturbations is not None:
+        sys.stdout.write("\n" + perturbations.as_markdown() + "\n")
+    print_realism(db, run_id, who, fmt)
+    replicas = replica_table(db, run_id)
+    if replicas is not None:
+        sys.stdout.write("\n" + replicas.as_markdown() + "\n")
+    reasons = db.error_reasons(run_id)
+    if reasons:
+        lines = [f"- {n} episode(s) failed: {reason}" for reason, n in reasons]
+        sys.stdout.write("\n### episodes that failed\n\n" + neutralised(redact("\n".join(lines))) + "\n")
+
+
+def replica_table(db, run_id: str) -> FittedTable | None:
     """Requests per replica (served, handed on to another), when the run spread an agent over several servers."""
     from testbed.store.replica_counts import replica_counts
 
     counts = replica_counts(db, run_id)
     if not counts:
-        return
-    table = Table(title="replicas: requests served, and handed on after a failure")
-    for col in ("agent", "replica", "served", "retried", "state"):
-        table.add_column(col)
+        return None
+    table = FittedTable(("agent", "replica", "served", "retried", "state"), title="replicas: requests served, and handed on after a failure",
+                        key=2)
     for c in counts:
         table.add_row(c.agent, c.url, str(c.served), str(c.retried), f"taken out: {c.out_reason}" if c.out_reason else "live")
-    console.print(table)
+    return table
 
 
-def print_perturbation_effects(db, run_id: str, who) -> None:
+def perturbation_table(effects) -> FittedTable | None:
     """The paired perturbation table, when the run has perturbed episodes (only a probe's can be)."""
-    from testbed.analysis.perturbation import perturbation_effects
-
-    effects = perturbation_effects(db, run_id, who)
     if effects.empty:
-        return
-    table = Table(title="perturbations: the same answer, perturbed (pairs with the unperturbed episode)")
-    for col in ("perturbation", "mode", "T", "pairs", "user turn changed (95% CI)", "follow-up none → perturbed", "change"):
-        table.add_column(col)
+        return None
+    table = FittedTable(("perturbation", "mode", "T", "pairs", "user turn changed (95% CI)", "follow-up none → perturbed", "change"),
+                        title="perturbations: the same answer, perturbed (pairs with the unperturbed episode)", key=3)
     for r in effects.itertuples(index=False):
         rates = "n/a" if r.judged_pairs == 0 else f"{r.followup_none:.1%} → {r.followup_perturbed:.1%}"
         change = "n/a" if r.judged_pairs == 0 else f"{r.followup_change:+.1%}"
         table.add_row(r.perturbation, r.user_mode, f"{r.temperature:g}", str(r.pairs),
                       f"{r.changed:.1%} ({r.changed_lo:.0%}–{r.changed_hi:.0%})", rates, change)
-    console.print(table)
+    return table
+
+
+def print_beside(db, run_id: str, who) -> None:
+    """The tables under the report, each when the run has one: perturbations, realism, replicas."""
+    from testbed.analysis.perturbation import perturbation_effects
+
+    perturbations = perturbation_table(perturbation_effects(db, run_id, who))
+    if perturbations is not None:
+        console.print(perturbations)
+    print_realism(db, run_id, who, "table")
+    replicas = replica_table(db, run_id)
+    if replicas is not None:
+        console.print(replicas)
 
 
 def error_rates_file(path: Path):

@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from rich.table import Table
-
 from testbed.analysis.realism.runs import RunRealism
+from testbed.fitted_table import FittedTable
 from testbed.terminal_text import neutralised
 
 HEADER = ["user", "mode", "T", "contexts", "AUC real vs sim (95% CI)", "label JSD (95% CI)", "follow-up sim", "follow-up real",
           "cosine to real", "length ratio", "words sim/real", "questions sim/real", "thanks sim/real", "gives it away"]
 """The realism table's columns as printed."""
+KEY_COLUMNS = 3
+"""The leading columns that name a row (user, mode, T): a card's title where the table is folded."""
 
 
 def _ci(value: float, lo: float, hi: float, fmt: str = "{:.2f}") -> str:
@@ -68,14 +69,10 @@ def title(realism: RunRealism) -> str:
     return base + (" (weak reference: the real turn answered another message than the simulated users saw)" if realism.weak_reference else "")
 
 
-def as_rich(realism: RunRealism) -> Table:
-    """The realism table for a terminal (its console neutralises the text)."""
-    table = Table(title=title(realism))
-    for column in HEADER:
-        table.add_column(column)
-    for row in realism_rows(realism):
-        table.add_row(*row)
-    return table
+def as_rich(realism: RunRealism) -> FittedTable:
+    """The realism table for a terminal (its console neutralises the text), a card per simulated user where the
+    terminal is too narrow for the table."""
+    return FittedTable(HEADER, realism_rows(realism), title=title(realism), key=KEY_COLUMNS)
 
 
 def as_markdown(realism: RunRealism) -> str:

@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable
 
 import pandas as pd
-from rich.table import Table
 
 from testbed.analysis.reports.compare import label_mix_text
+from testbed.fitted_table import FittedTable
 from testbed.terminal_text import neutralised
 
 
@@ -132,21 +132,14 @@ def _rows(frame: pd.DataFrame) -> list[list[str]]:
     return [[show(r) for _, show in columns] for _, r in frame.iterrows()]
 
 
-def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | None, title: str) -> list[Table]:
-    """The comparison, and how each framework's simulated user saw the same turn, as rich tables."""
-    table = Table(title=title)
-    for name, _ in columns_for(frame):
-        table.add_column(name, overflow="fold")
-    for row in _rows(frame):
-        table.add_row(*row)
+def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | None, title: str) -> list[FittedTable]:
+    """The comparison, and how each framework's simulated user saw the same turn, as tables fitted to the terminal
+    (a card per framework where a table does not fit)."""
+    table = FittedTable((name for name, _ in columns_for(frame)), _rows(frame), title=title)
     tables = [table]
     if requests:
-        shapes = Table(title=f"the simulated user's second request in episode {episode}, as each framework sent it (testbed wire)")
-        for name, _ in REQUEST_COLUMNS:
-            shapes.add_column(name, overflow="fold")
-        for r in requests:
-            shapes.add_row(*(str(r[key]) for _, key in REQUEST_COLUMNS))
-        tables.append(shapes)
+        tables.append(FittedTable((name for name, _ in REQUEST_COLUMNS), ([str(r[key]) for _, key in REQUEST_COLUMNS] for r in requests),
+                                  title=f"the simulated user's second request in episode {episode}, as each framework sent it (testbed wire)"))
     return tables
 
 

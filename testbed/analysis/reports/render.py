@@ -11,8 +11,7 @@ import math
 from collections.abc import Callable
 
 import pandas as pd
-from rich.table import Table
-
+from testbed.fitted_table import FitColumn, FittedTable
 from testbed.terminal_text import neutralised
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -189,9 +188,10 @@ RIGHT = ("episodes", "errors", "scored", "user words", "empty turns", "T", "unsc
          "faults reviewed", "reviews unscored", "scripted-user reward", "gap tasks")
 
 
-def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:
-    """Rich tables for the terminal, one per column group present; conditions shared by all rows
-    go into the first table's caption, the varying ones lead every table."""
+def as_rich_tables(report: pd.DataFrame, title: str) -> list[FittedTable]:
+    """Tables for the terminal, one per column group present, each fitted to the width it is printed at (a card per
+    condition where the table does not fit); conditions shared by all rows go into the first table's caption, the
+    varying ones lead every table (and title every card)."""
     header, rows, constant = split_constant(*display_rows(report))
     conditions = [i for i, h in enumerate(header) if h in CONDITION_COLUMNS]
     tables = []
@@ -199,12 +199,10 @@ def as_rich_tables(report: pd.DataFrame, title: str) -> list[Table]:
         picked = [i for i, h in enumerate(header) if h in members]
         if not picked:
             continue
-        table = Table(title=f"{title}: {name}" if not tables else name)
-        for i in conditions + picked:
-            table.add_column(header[i], justify="right" if header[i] in RIGHT else "left", no_wrap=header[i] in CONDITION_COLUMNS)
-        for row in rows:
-            table.add_row(*(row[i] for i in conditions + picked))
-        tables.append(table)
+        columns = [FitColumn(header[i], justify="right" if header[i] in RIGHT else "left", no_wrap=header[i] in CONDITION_COLUMNS)
+                   for i in conditions + picked]
+        tables.append(FittedTable(columns, ([row[i] for i in conditions + picked] for row in rows),
+                                  title=f"{title}: {name}" if not tables else name, key=len(conditions)))
     if tables:
         tables[0].caption = "  ".join(f"{k}: {v}" for k, v in constant.items()) + "  (rates exclude errored episodes)"
     return tables
