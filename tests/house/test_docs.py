@@ -23,6 +23,10 @@ FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
 COMMAND = re.compile(r"(?:^|[\s;&|(])(?:\.venv/bin/)?testbed ([a-z][\w-]*)")
 COMMENT = re.compile(r"\s#\s.*$")
+REPO_PATH = re.compile(r"`((?:testbed|tests|benchmarks|scripts|scenarios|agents|judges|sweeps|examples|docs)/[\w./-]*)`")
+"""A file or folder of the repository named in code, as the docs name source files (no braces or placeholders)."""
+BUILT_ONLY = {"testbed/_builtin"}
+"""Paths that exist only in the built wheel."""
 
 
 def nav_pages(nav: list) -> list[str]:
@@ -80,6 +84,15 @@ def test_every_store_table_has_its_section_on_the_store_page():
     sections = set(re.findall(r"^## `(\w+)`", page, re.M))
     assert not TABLES - sections, f"docs/store.md has no `## `<table>`` section for: {sorted(TABLES - sections)}"
     assert not sections - TABLES, f"docs/store.md describes tables the schema lacks: {sorted(sections - TABLES)}"
+
+
+def test_every_repository_path_the_docs_name_exists():
+    missing = {}
+    for path, text in documents().items():
+        named = {p.rstrip("/") for p in REPO_PATH.findall(text)} - BUILT_ONLY
+        if gone := sorted(p for p in named if not (ROOT / p).exists()):
+            missing[path] = gone
+    assert not missing, f"the docs name files that do not exist (moved or renamed?): {missing}"
 
 
 def test_the_checker_reads_commands_from_blocks_and_spans_only():
