@@ -97,7 +97,7 @@ def open_store(path: Any = None, *, readonly: bool = False):
 
 
 def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_progress: bool = False, backends: Any = None,
-        framework: str = "native"):
+        framework: str | None = None):
     """Run (or resume) a scenario or a sweep into a store and return its RunSummary.
 
     `scenario` is a loaded scenario or sweep, or what `load_scenario` takes (a built-in name or a
@@ -105,12 +105,14 @@ def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_pro
     call blocks until the run ends; inside a running event loop (a notebook cell with top-level
     await) use `await testbed.run_scenario(...)` or `await testbed.run_sweep(...)` instead.
     `backends` replaces the agents' backends: by role for a scenario, by agent name for a sweep.
-    `framework` runs a scenario's turn loops (native, autogen, langgraph, camel); a sweep runs natively.
+    `framework` runs a scenario's turn loops (a name of testbed.specs.registries.FRAMEWORKS; default the baseline,
+    `default_framework()`); a sweep runs with the baseline.
     """
     import asyncio
 
     from testbed.running.runner import run_scenario
     from testbed.specs.loader import load_scenario
+    from testbed.specs.registries import default_framework
     from testbed.specs.sweep import ResolvedSweep, find_sweep, load_sweep
     from testbed.running.sweep_runner import run_sweep
 
@@ -119,6 +121,7 @@ def run(scenario: Any, store: Any = None, *, run_id: str | None = None, show_pro
         path = find_sweep(str(scenario))
         resolved = load_sweep(path) if path is not None else load_scenario(scenario)
     db = _store(store)
+    framework = framework or default_framework()
     if isinstance(resolved, ResolvedSweep):
         from testbed.frameworks.base import runs_sweeps
 

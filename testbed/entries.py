@@ -5,7 +5,8 @@ name any module; the registries it fills (testbed.specs.registries, and testbed.
 the datasets) name none. Registering imports nothing: an entry's module is imported when the entry
 is first read. Adding a scenario kind, backend, judge kind, framework, report, dataset or figure is
 its entry in its own module plus one line here; nothing else registers (tests/house/test_registrations.py).
-The figures are built, written and listed by `testbed plot` in the order they are registered here.
+The figures are built, written and listed by `testbed plot` in the order they are registered here; the
+baseline framework is registered first, so the default framework is read by name (`default_framework`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from testbed.loop.orchestrator import Limits, TerminationReason
 from testbed.loop.participants import Participant
 from testbed.specs.errors import SpecError
-from testbed.specs.registries import FRAMEWORKS
+from testbed.specs.registries import FRAMEWORKS, default_framework
 from testbed.transcript import Message, Transcript
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class Framework(Protocol):
         Only frameworks whose entry lists the `tau2` kind have it."""
 
 
-def framework(name: str = "native") -> Framework:
+def framework(name: str = default_framework()) -> Framework:
     """The framework registered under `name` (testbed.specs.registries.FRAMEWORKS), imported on first use;
     an unknown name is an UnknownName error listing the known ones, a missing package FrameworkNotInstalled."""
     require_installed(name)

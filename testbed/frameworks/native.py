@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from testbed.frameworks.base import AfterAssistant
+from testbed.frameworks.catalogue import NATIVE
 from testbed.frameworks.tool_episode import ToolEpisode, step_loop
 from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.loop.participants import Participant
@@ -16,7 +17,7 @@ class NativeFramework:
     (e.g. information gathering's final output) as the final-output check after an assistant turn.
     """
 
-    name = "native"
+    name = NATIVE.name
 
     async def converse(self, transcript: Transcript, assistant: Participant, user: Participant, limits: Limits,
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:

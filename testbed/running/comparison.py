@@ -23,7 +23,7 @@ from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.running.runner import RunSummary, preflight, run_scenario
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
-from testbed.specs.registries import FRAMEWORKS, KINDS
+from testbed.specs.registries import FRAMEWORKS, KINDS, default_framework
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import DEFAULT_JUDGE, default_identity
 
@@ -144,7 +144,7 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
     scripted = scripted_user_for(scenario) if simulator_gap else None
     labeller = judge if isinstance(judge, ResolvedJudge) else load_judge(judge)
     done: list[FrameworkRun] = []
-    plan = [(name, name, scenario) for name in frameworks] + [(agent_label(a), "native", with_agent(scenario, a)) for a in agents]
+    plan = [(name, name, scenario) for name in frameworks] + [(agent_label(a), default_framework(), with_agent(scenario, a)) for a in agents]
     for name, framework, target in plan:
         try:
             summary = await run_scenario(target, store, console=console, show_progress=show_progress, framework=framework, wire=True)

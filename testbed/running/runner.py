@@ -27,7 +27,7 @@ from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
-from testbed.specs.registries import BACKENDS, KINDS
+from testbed.specs.registries import BACKENDS, KINDS, default_framework
 from testbed.store import EpisodeOutcome, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
@@ -49,7 +49,7 @@ class RunSummary:
     """The run's log file (frameworks' own log records, failed episodes' tracebacks), when anything was written."""
 
 
-def default_run_id(scenario: ResolvedScenario, framework: str = "native", store: Store | None = None) -> str:
+def default_run_id(scenario: ResolvedScenario, framework: str = default_framework(), store: Store | None = None) -> str:
     """The same spec (and framework) gives the same run id, so running it again resumes it; a native run's
     id is the scenario name and spec hash, a framework with its own client has its name between them. With
     `store`, a run the store holds under the id the spec had before run ids left out where servers live is that run's."""
@@ -60,7 +60,7 @@ def default_run_id(scenario: ResolvedScenario, framework: str = "native", store:
     return store.resumable_run_id(run_id, f"{scenario.spec.name}-{middle}{scenario.legacy_fingerprint()}")
 
 
-def preflight(scenario: ResolvedScenario, framework: str = "native") -> None:
+def preflight(scenario: ResolvedScenario, framework: str = default_framework()) -> None:
     """Refuse what cannot work, before anything starts: a user mode the backend cannot do, an unknown model,
     a scenario the framework cannot run (or a framework that is not installed), the scripted τ² user outside τ² tasks."""
     check_framework(framework, scenario)
@@ -101,7 +101,7 @@ async def run_scenario(
     console: Console | None = None,
     show_progress: bool = True,
     backends: Mapping[str, Backend] | None = None,
-    framework: str = "native",
+    framework: str = default_framework(),
     wire: bool | None = None,
     timing: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> RunSummary:
@@ -294,7 +294,7 @@ def lean_collector():
         gc.unfreeze()
 
 
-async def execute_units(scenario, store, run_id, pending, todo, backends, console, show_progress, framework="native", recorder=None,
+async def execute_units(scenario, store, run_id, pending, todo, backends, console, show_progress, framework=default_framework(), recorder=None,
                         title: str | None = None, keep_wire: bool = True) -> None:
     """Run the pending units with at most `concurrency` episodes in flight; the first fatal error stops all.
 

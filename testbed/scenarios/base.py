@@ -18,6 +18,7 @@ from testbed.backends.base import Backend
 from testbed.control_tokens import ControlTokens
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
+from testbed.specs.registries import default_framework
 from testbed.store import EpisodeKey, EpisodeOutcome, SharedAnswer
 
 Sink = Callable[[EpisodeOutcome], Awaitable[None] | None]
@@ -57,8 +58,8 @@ class RunContext:
     save_shared: Callable[[SharedAnswer], None]
     sink: Sink
     slots: asyncio.Semaphore | None = field(default=None, compare=False)
-    framework: str = "native"
-    """Who runs the turn loops (testbed.frameworks)."""
+    framework: str = field(default_factory=default_framework)
+    """Who runs the turn loops (testbed.frameworks); the baseline unless told otherwise."""
     wire: Any = field(default=None, compare=False)
     """The wire recorder (testbed.wire.WireRecorder) every episode's requests go through (every framework's, and
     the native loop's when it keeps a wire log), or None."""

@@ -165,6 +165,19 @@ FIGURES: Registry[FigureEntry] = Registry("figure", FigureEntry)
 """`testbed plot`'s figures, in the order they are built, written and listed."""
 
 
+def default_framework() -> str:
+    """The name of the baseline framework (FrameworkEntry.baseline): who runs a scenario's turn loops unless told
+    otherwise, and the one `compare` pairs every other framework with.
+
+    The baseline is registered first (testbed/entries.py; a house test checks its entry says `baseline`), so this
+    reads only the names: a CLI option's default costs no import of the frameworks.
+    """
+    names = FRAMEWORKS.names()
+    if not names:
+        raise LookupError("no framework is registered: testbed/entries.py registers the baseline framework first")
+    return names[0]
+
+
 def registered(registry: Registry, accepts: Callable[[Any], bool] | None = None) -> Any:
     """A `str` field type that accepts exactly the registry's names (those whose entry `accepts`) at validation time.
 

@@ -16,6 +16,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from testbed.specs.registries import default_framework
 from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
@@ -134,11 +135,12 @@ class StoreReader:
                          self.framework_of(row["run_id"]))
 
     def framework_of(self, run_id: str) -> str:
-        """The framework that ran the run's turn loops (`native` for runs stored before frameworks were recorded)."""
+        """The framework that ran the run's turn loops (the baseline, `default_framework()`, for runs stored before
+        frameworks were recorded: they ran the testbed's own loop)."""
         if not self.has_table("run_frameworks"):
-            return "native"
+            return default_framework()
         row = self.conn.execute("SELECT framework FROM run_frameworks WHERE run_id=?", (run_id,)).fetchone()
-        return row[0] if row is not None else "native"
+        return row[0] if row is not None else default_framework()
 
     def run_cost(self, run_id: str) -> tuple[float, float] | None:
         """The run's wall time and the client process's CPU time in seconds, summed over its invocations; None if unknown."""

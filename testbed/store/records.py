@@ -8,9 +8,10 @@ Messages are read back as `testbed.transcript.Message`, the type they were writt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from testbed.specs.registries import default_framework
 from testbed.transcript import Message, Usage
 
 CONDITIONS = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
@@ -205,7 +206,7 @@ class RunRecord:
     """The effective status (`Store.effective_status`): done, incomplete, running, interrupted or failed."""
     planned_episodes: int
     """Episodes the run planned, at its last start."""
-    framework: str = "native"
+    framework: str = field(default_factory=default_framework)
     """The framework that ran its turn loops (testbed.frameworks)."""
 
     def __getitem__(self, name: str) -> Any:

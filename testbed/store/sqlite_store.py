@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 
 from testbed.redaction import redact, redact_secrets_only
+from testbed.specs.registries import default_framework
 from testbed.store import lease
 from testbed.store.fault_reviews import FaultReviewStore
 from testbed.store.problems import damaged, read_only_message, store_problem, writable
@@ -195,7 +196,7 @@ class Store(StoreReader, FaultReviewStore):
         return row[0] if row is not None else None
 
     def begin_run(self, run_id: str, *, scenario: str, kind: str, spec: dict, fingerprint: str,
-                  versions: dict, git_revision: str | None, planned: int, framework: str = "native",
+                  versions: dict, git_revision: str | None, planned: int, framework: str = default_framework(),
                   legacy_fingerprint: str | None = None) -> bool:
         """Create the run, or mark an existing one running again; True when it already existed.
 
