@@ -3,7 +3,7 @@
 This module sits at the top of the package (`testbed/__init__.py` imports it first), so it may
 name any module; the registries it fills (testbed.specs.registries, and testbed.datasets.catalog for
 the datasets) name none. Registering imports nothing: an entry's module is imported when the entry
-is first read. Adding a scenario kind, backend, judge kind, framework, report, dataset or figure is
+is first read. Adding a scenario kind (with its report and views), backend, judge kind, framework, report, dataset or figure is
 its entry in its own module plus one line here; nothing else registers (tests/house/test_registrations.py).
 The figures are built, written and listed by `testbed plot` in the order they are registered here; the
 baseline framework is registered first, so the default framework is read by name (`default_framework`).
@@ -12,7 +12,7 @@ baseline framework is registered first, so the default framework is read by name
 from __future__ import annotations
 
 from testbed.datasets.catalog import DATASETS
-from testbed.specs.registries import BACKENDS, FIGURES, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS
+from testbed.specs.registries import BACKENDS, FIGURES, FRAMEWORKS, JUDGE_KINDS, KINDS, REPORTS, VIEWS
 
 KINDS.register("probe", "testbed.scenarios.probe:KIND")
 KINDS.register("dialogue", "testbed.scenarios.dialogue:KIND")
@@ -41,6 +41,8 @@ REPORTS.register("probe", "testbed.analysis.reports.probe:PROBE_REPORT")
 REPORTS.register("conversation", "testbed.analysis.reports.conversation:CONVERSATION_REPORT")
 REPORTS.register("info_gathering", "testbed.analysis.reports.conversation:INFO_GATHERING_REPORT")
 REPORTS.register("tau2", "testbed.analysis.tau2.report:TAU2_REPORT")
+
+VIEWS.register("tau2", "testbed.analysis.tau2.views:VIEWS")
 
 DATASETS.register("gsm8k", "testbed.datasets.gsm8k:GSM8K")
 DATASETS.register("ifeval", "testbed.datasets.instructions:IFEVAL")

@@ -20,18 +20,19 @@ LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (defau
 
 @app.command("review-faults")
 def review_faults(
-    run_id: Annotated[str, typer.Argument(help="τ² run id (a unique prefix is enough)")],
+    run_id: Annotated[str, typer.Argument(help="run id of a kind whose simulated user's faults are detected (a unique prefix is enough)")],
     judge: Annotated[str, typer.Option("--judge", "-j", help=JUDGE_HELP)],
     labels: Annotated[Optional[str], typer.Option(help=LABELS_HELP)] = None,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Ask a model, for every fault the rules flagged on a user turn of a finished τ² episode, whether it hindered the
-    agent or was harmless; faults it already gave a verdict on are skipped. `testbed report` then shows the share judged
-    hindering per condition."""
-    from testbed.analysis.tau2.faults import flagged_faults
+    """Ask a model, for every fault the rules flagged on a user turn of a finished episode, whether it hindered the
+    agent or was harmless; faults it already gave a verdict on are skipped. Faults not stored yet (a run made before
+    they were) are stored first. `testbed report` then shows the share judged hindering per condition."""
     from testbed.judges.fault_review import load_reviewer
+    from testbed.judges.fault_review_run import faults_to_review
     from testbed.judges.fault_review_run import review_faults as review
+    from testbed.specs.registries import kind_views
     from testbed.store.labels import fast_identity, resolve_identity
 
     given_judge(judge, "--judge")
@@ -44,10 +45,17 @@ def review_faults(
     try:
         run = db.run(run_id)["run_id"]
         drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else fast_identity(db, run)
-        faults = flagged_faults(db, run, drift)
+        detector = kind_views(db.run(run).kind).faults
+        if detector is None:
+            say(f"run {run} is of a kind whose simulated user's faults are not detected: nothing to review")
+            return
+        detector.store_faults(db, run)
+        if drift is not None:
+            detector.store_judged_faults(db, run, drift)
+        faults = faults_to_review(db, run, drift)
         if not faults:
-            say(f"run {run} has no flagged user faults in its finished episodes (only a τ² run's can have any): "
-                "nothing to review")
+            say(f"run {run} has no flagged user faults in its finished episodes: nothing to review"
+                + (f" ({why})" if (why := detector.missing(db, run)) else ""))
             return
         summary = run_async(review(db, run, faults, reviewer, console=console, show_progress=not quiet))
     except (StoreError, SpecError) as exc:

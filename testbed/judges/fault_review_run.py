@@ -2,8 +2,8 @@
 
 Only the flagged faults are sent (each is a paid model call), each review is written the moment it
 arrives, and a rerun asks only about the faults this reviewer has not given a verdict on (an unscored
-review is asked again). Which faults are flagged is the caller's to say (testbed.analysis.tau2.faults
-`flagged_faults`), so the judges know no benchmark.
+review is asked again). Which faults are flagged is the store's to say (`faults_to_review`: the faults a kind's
+detector stored, testbed.store.user_faults), so the judges know no benchmark.
 """
 
 from __future__ import annotations
@@ -21,6 +21,18 @@ from testbed.progress import EpisodeProgress
 from testbed.store import Store
 from testbed.store.fault_reviews import FaultReviewRow
 from testbed.store.records import JudgeIdentity
+from testbed.store.user_faults import faults_df
+
+def faults_to_review(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> list[FlaggedFault]:
+    """The stored faults of the run's finished episodes (role drift too when `judge` is the judge whose drift faults
+    were stored), in episode and turn order, as a reviewer is asked about them. Errored episodes are left out, as every
+    rate of a report leaves them out: reviewing them would be paid for and never shown."""
+    finished = store.done_episode_ids(run_id)
+    frame = faults_df(store, run_id, judge)
+    return [FlaggedFault(eid, int(turn), kind, evidence)
+            for eid, turn, kind, evidence in frame[["episode_id", "turn_index", "kind", "evidence"]].itertuples(index=False, name=None)
+            if eid in finished]
+
 
 REVIEW_CHUNK = 500
 """Faults whose episodes' messages are read and reviewed at a time: a run of any size is reviewed in bounded memory."""

@@ -23,7 +23,7 @@ from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
 from testbed.running.runner import RunSummary, preflight, run_scenario
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
-from testbed.specs.registries import FRAMEWORKS, KINDS, default_framework
+from testbed.specs.registries import FRAMEWORKS, default_framework, kind_views
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import DEFAULT_JUDGE, default_identity
 
@@ -162,15 +162,16 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
 
 
 def scripted_user_for(scenario: ResolvedScenario) -> ResolvedAgent | None:
-    """The scripted τ² user a simulator-gap comparison seats beside the scenario's model user; None when the scenario's
-    user is already the scripted one (its rows are the baseline). A scenario of another kind is refused."""
-    from testbed.scenarios.tau2.scripted_user import BACKEND, SCRIPTED_USER_AGENT
+    """The reference user a simulator-gap comparison seats beside the scenario's model user (its kind's views'
+    `reference_user`: τ²'s scripted user); None when the scenario's user already is it (its rows are the baseline).
+    A scenario of a kind without one is refused."""
     from testbed.specs.errors import SpecError
 
-    if not KINDS.entry(scenario.spec.kind).scripted_user:
+    views = kind_views(scenario.spec.kind)
+    if views.reference_user is None:
         raise SpecError(scenario.path, "kind", "the simulator gap is measured on τ² tasks, against the scripted τ² user",
                         "drop --simulator-gap, or compare a τ² scenario")
-    return None if scenario.user.spec.backend == BACKEND else load_agent(SCRIPTED_USER_AGENT)
+    return views.reference_user(scenario)
 
 
 async def scripted_baselines(rows: Sequence[tuple[str, ResolvedScenario]], scripted: ResolvedAgent, store: Store,

@@ -27,7 +27,7 @@ from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
-from testbed.specs.registries import BACKENDS, KINDS, default_framework
+from testbed.specs.registries import BACKENDS, KINDS, default_framework, kind_views
 from testbed.store import EpisodeOutcome, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
@@ -140,7 +140,22 @@ async def run_scenario(
                         with (timing or contextlib.nullcontext)():
                             await execute_units(scenario, store, run_id, pending, todo, chosen, console, show_progress, framework,
                                                 recorder, keep_wire=wire)
+        store_user_faults(store, run_id, scenario.spec.kind, console)
         return state.finish(store, total, todo)
+
+
+def store_user_faults(store: Store, run_id: str, kind: str, console: Console | None) -> None:
+    """Store the simulated-user faults of the run's episodes not yet checked, once, as the run ends, when its kind's views
+    detect faults (testbed.specs.kind_views): reports, compare and replay then read them without the kind's packages.
+    A detector that fails costs the run nothing: the warning says how to store them later."""
+    detector = kind_views(kind).faults
+    if detector is None:
+        return
+    try:
+        detector.store_faults(store, run_id)
+    except Exception as exc:  # noqa: BLE001 - the episodes are stored; the faults can be stored again later
+        (console or Console(stderr=True)).print(f"[yellow]user faults of {run_id} not stored ({type(exc).__name__}: {exc}); "
+                                                f"`testbed judge {run_id}` stores them[/yellow]")
 
 
 def run_log(store: Store, run_id: str, framework: str) -> contextlib.AbstractContextManager:

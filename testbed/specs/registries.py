@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Annotated, Any
 
 from testbed.registry import Registry, import_path
+from testbed.specs.kind_views import NO_VIEWS, KindViews
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class ScenarioKindEntry:
     that reads the kind's extra files into ResolvedScenario (or None); `report` the name of the
     report entry (REPORTS) that builds this kind's report; `sweepable` True when a sweep can vary its
     assistant, user and dataset (a kind whose episodes open with a dataset item, or τ², whose `dataset` names the domain);
-    `user_faults` True when its runs' simulated-user faults can be read (testbed.analysis.tau2.faults);
+    `views` the name of its views entry (VIEWS, testbed.specs.kind_views: its compare columns, replay marks and
+    per-turn fault detector; registered like its report, since they build on analysis, above the kind), None for a
+    kind that shows only what every kind shows;
     `scripted_user` True when its episodes can seat the scripted τ² user (testbed.scenarios.tau2.scripted_user), which
     the simulator gap measures a model user against.
     """
@@ -41,7 +44,7 @@ class ScenarioKindEntry:
     limit_field: str = "items"
     resolve: Callable[..., Mapping[str, Any] | None] | None = None
     sweepable: bool = False
-    user_faults: bool = False
+    views: str | None = None
     scripted_user: bool = False
 
 
@@ -163,6 +166,16 @@ REPORTS: Registry[ReportEntry] = Registry("report", ReportEntry)
 """Reports, by the name a scenario kind's entry gives."""
 FIGURES: Registry[FigureEntry] = Registry("figure", FigureEntry)
 """`testbed plot`'s figures, in the order they are built, written and listed."""
+VIEWS: Registry[KindViews] = Registry("kind views", KindViews)
+"""Scenario kinds' views, by the name a kind's entry gives (`kind_views` reads them)."""
+
+
+def kind_views(kind: str | None) -> KindViews:
+    """The views of the scenario kind named `kind` (imported on first use), `NO_VIEWS` for a kind that names none, an
+    unregistered kind or None: callers ask for a run's views without asking which kind it is."""
+    if kind is None or kind not in KINDS or KINDS.entry(kind).views is None:
+        return NO_VIEWS
+    return VIEWS.entry(KINDS.entry(kind).views)
 
 
 def default_framework() -> str:

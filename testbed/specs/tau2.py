@@ -25,6 +25,20 @@ VARY_SEEDS_KEY = "vary_seeds"
 """The key of a generated message's sampling metadata that records its episode's `vary_seeds` when it is not `both`
 (absent: `both`, as in every episode stored before the field existed)."""
 
+DATASET_PREFIX = "tau2-"
+"""What a τ² episode's dataset name starts with; `dataset_name` and `domain_of` are its only readers."""
+
+
+def dataset_name(domain: str) -> str:
+    """The dataset a τ² domain's episodes are stored under (`tau2-airline`)."""
+    return f"{DATASET_PREFIX}{domain}"
+
+
+def domain_of(dataset: str) -> str | None:
+    """The τ² domain a stored episode's dataset names (`tau2-airline` → `airline`), None for a dataset of no τ² domain."""
+    name = dataset.removeprefix(DATASET_PREFIX)
+    return name if dataset.startswith(DATASET_PREFIX) and name in TAU2_DOMAINS else None
+
 
 class TaskSelection(Strict):
     """Which τ² tasks run: named ids, or a τ² split (its `base` split by default where the domain has splits),
@@ -82,7 +96,7 @@ class Tau2ScenarioSpec(Strict):
     @property
     def dataset(self) -> str:
         """The dataset name its episodes are stored under (`tau2-<domain>`), the field a probe or dialogue names."""
-        return f"tau2-{self.domain}"
+        return dataset_name(self.domain)
 
 
     @field_validator("domain")

@@ -2,8 +2,8 @@
 
 Episode ids do not depend on the framework (they hash the scenario's conditions), so the same id
 in two runs is the same item, user mode, temperature and sample: the paired difference compares
-exactly those episodes, turn by turn (`shared_episodes`). τ² runs add their task outcomes and the reward paired
-on the same episodes (testbed.analysis.tau2.compare).
+exactly those episodes, turn by turn (`shared_episodes`). The runs' kind adds its own cells through its views
+(testbed.specs.kind_views: `compare_cells`, `compare_paired`, `simulator_gap`), and its renderers their columns.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ import pandas as pd
 from testbed.analysis.drift import drift_summary, run_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2.compare import all_tau2, tau2_columns, tau2_fault_columns, tau2_paired_with_native
-from testbed.analysis.tau2.simulator_gap import gap_between_runs
-from testbed.specs.registries import FRAMEWORKS
+from testbed.specs.registries import FRAMEWORKS, kind_views
 from testbed.store import JudgeIdentity, Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
+from testbed.store.run_frames import RunFrames
 
 LABEL_MIX_TOP = 3
 
@@ -97,12 +96,6 @@ def shared_episodes(mine, theirs) -> list[str]:
     return sorted(set(mine) & set(theirs))
 
 
-def tau2_paired(store: Store, native_run: str, other_run: str) -> dict:
-    """The reward of `other_run` against `native_run` on the episodes both have (tau2_compare.tau2_paired_with_native)."""
-    native, other = episodes_df(store, native_run, exact=True), episodes_df(store, other_run, exact=True)
-    return tau2_paired_with_native(native, other, shared_episodes(other.episode_id, native.episode_id))
-
-
 def baseline_of(frameworks) -> str | None:
     """The framework among `frameworks` the others are paired with: the one whose entry is the baseline (native)."""
     return next((f for f in frameworks if f in FRAMEWORKS and FRAMEWORKS.entry(f).baseline), None)
@@ -111,25 +104,36 @@ def baseline_of(frameworks) -> str | None:
 def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None],
                        baselines: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
-    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. Rows of τ² runs
-    (`tau2_compare.all_tau2`) add the task outcomes, the simulated user's faults and the paired reward; the others' columns are the same for every kind.
-    A row in `baselines` (row → its assistant's run with the scripted τ² user) adds the simulator gap
-    (testbed.analysis.tau2.simulator_gap.gap_between_runs)."""
+    Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. When every run is of
+    one kind, its views (`runs_views`) add their cells (τ²'s: the task outcomes, the simulated user's faults and the
+    paired reward); the other columns are the same for every kind. A row in `baselines` (row → its assistant's run
+    with the kind's reference user) adds the kind's `simulator_gap`. The frame's `attrs["kind"]` names the kind, so
+    its renderers ask the same views for the columns."""
     rows = []
-    base, tau2 = baseline_of(runs), all_tau2(store, runs.values())
+    base, kind = baseline_of(runs), runs_kind(store, runs.values())
+    views = kind_views(kind)
     for framework, run_id in runs.items():
+        frames = RunFrames(store, run_id, judges.get(framework))
         row = framework_row(store, framework, run_id, judges.get(framework))
-        if tau2:
-            row.update(tau2_columns(store, run_id))
-            row.update(tau2_fault_columns(store, run_id, judges.get(framework)))
+        if views.compare_cells is not None:
+            row.update(views.compare_cells(frames))
         if base is not None and framework != base:
             row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
-            if tau2:
-                row.update(tau2_paired(store, runs[base], run_id))
-        if baselines and framework in baselines:
-            row.update(gap_between_runs(store, run_id, baselines[framework]))
+            if views.compare_paired is not None:
+                row.update(views.compare_paired(frames, RunFrames(store, runs[base])))
+        if baselines and framework in baselines and views.simulator_gap is not None:
+            row.update(views.simulator_gap(frames, RunFrames(store, baselines[framework])))
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame.attrs["kind"] = kind
+    return frame
+
+
+def runs_kind(store: Store, run_ids) -> str | None:
+    """The scenario kind every run is of (a comparison's runs are one scenario's); None when they differ, one is
+    missing, or there are none."""
+    kinds = {r.kind if r is not None else None for r in (store.find_run(run_id) for run_id in run_ids)}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def label_mix_text(mix: dict, k: int = LABEL_MIX_TOP) -> str:

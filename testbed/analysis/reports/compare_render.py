@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from testbed.analysis.reports.compare import label_mix_text
+from testbed.specs.registries import kind_views
 from testbed.fitted_table import FittedTable
 from testbed.terminal_text import neutralised
 
@@ -36,34 +37,6 @@ def _signed(value) -> str:
     return "n/a" if _absent(value) else f"{value:+.1%}"
 
 
-def _pass_hat_text(r: pd.Series) -> str:
-    values = sorted((int(c.removeprefix("pass_hat_")), r[c]) for c in r.index if c.startswith("pass_hat_") and not _absent(r[c]))
-    return " ".join(f"{v:.2f}" for _, v in values) or "n/a"
-
-
-def _reward_change(r: pd.Series) -> str:
-    """`+25.0% (-50%–+100%) over 3 pairs; 1 errored left out`: the paired reward difference, its pairs and what was left out."""
-    pairs = r.get("reward_pairs")
-    if _absent(pairs):
-        return "n/a"
-    interval = "" if _absent(r.reward_change_lo) else f" ({r.reward_change_lo:+.0%}–{r.reward_change_hi:+.0%})"
-    parts = [f"{_signed(r.reward_change)}{interval} over {int(pairs)} pairs"]
-    left_out = {"errored": r.reward_pairs_errored, "unscored": r.reward_pairs_unscored}
-    parts += [f"{int(n)} {what} left out" for what, n in left_out.items() if n]
-    return "; ".join(parts)
-
-
-def _simulator_gap(r: pd.Series) -> str:
-    """`-0.25 (-0.50 to +0.00) over 3 tasks`: the paired reward difference to the scripted user; blank on rows without."""
-    tasks = r.get("gap_tasks")
-    if _absent(tasks):
-        return ""
-    if _absent(r.simulator_gap):
-        return "n/a"
-    interval = "" if _absent(r.simulator_gap_lo) else f" ({r.simulator_gap_lo:+.2f} to {r.simulator_gap_hi:+.2f})"
-    return f"{r.simulator_gap:+.2f}{interval} over {int(tasks)} tasks"
-
-
 COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("framework", lambda r: r.framework),
     ("episodes", lambda r: str(r.episodes)),
@@ -82,49 +55,19 @@ COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
     ("Δ follow-up vs native", lambda r: _signed(r.get("followup_change"))),
 ]
 
-TAU2_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
-    ("errored (95% CI)", lambda r: _rate(r, "error_share", "error_lo", "error_hi")),
-    ("reward (95% CI)", lambda r: _rate(r, "reward", "reward_lo", "reward_hi")),
-    ("scored", lambda r: str(r.scored)),
-    ("pass^k (k=1,2,…)", lambda r: _pass_hat_text(r)),
-    ("tool calls/ep.", lambda r: _num(r.tool_calls_per_episode, "{:.2f}")),
-    ("tool errors/ep.", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
-]
-"""The τ² outcomes (testbed.analysis.tau2.compare), after the episodes and errors of a τ² comparison."""
-TAU2_USER_TOOL_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
-    ("user tool calls/ep.", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
-    ("user tool errors/ep.", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
-]
-"""The simulated user's tool use, shown when some framework's user called a tool (τ²'s telecom)."""
-TAU2_FAULT_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
-    ("user fault (95% CI)", lambda r: _rate(r, "fault_any", "fault_any_lo", "fault_any_hi")),
-    ("failed with user fault (95% CI)", lambda r: _rate(r, "failed_with_fault", "failed_with_fault_lo", "failed_with_fault_hi")),
-]
-"""Whose fault a failure may have been: the share of episodes where the simulated user erred, and of failed ones."""
-TAU2_GAP_COLUMNS: list[tuple[str, Callable[[pd.Series], str]]] = [
-    ("scripted-user reward", lambda r: "" if _absent(r.get("gap_tasks")) else _num(r.scripted_reward, "{:.2f}")),
-    ("simulator gap (95% CI)", lambda r: _simulator_gap(r)),
-]
-"""A native-loop row's reward lost to the simulated user: the same assistant with the scripted τ² user on the same
-tasks (`compare --simulator-gap`; testbed.analysis.tau2.simulator_gap)."""
-TAU2_PAIRED_COLUMN = ("Δ reward vs native (95% CI)", lambda r: _reward_change(r))
-"""The paired reward difference with native, last in a τ² comparison."""
-
 REQUEST_COLUMNS = [("framework", "framework"), ("messages", "messages"), ("roles as sent", "roles"),
                    ("user's own turns as", "own_turns_as"), ("task text", "task_at"), ("system prompt", "system_prompt"),
                    ("sampling sent", "sampling")]
 
 
 def columns_for(frame: pd.DataFrame) -> list[tuple[str, Callable[[pd.Series], str]]]:
-    """The columns a comparison shows: COLUMNS, and for τ² runs (a `reward` column) the τ² outcomes after the
-    errors (the user's tool use when some user called a tool, the user's faults) and the paired reward last, when something was paired."""
-    if "reward" not in frame.columns:
+    """The columns a comparison shows: COLUMNS, with the columns of the runs' kind (`frame.attrs["kind"]`, its views'
+    `compare_columns`: τ²'s outcomes, faults and paired reward) after the errors and at the end."""
+    views = kind_views(frame.attrs.get("kind"))
+    middle, last = views.compare_columns(frame) if views.compare_columns is not None else ([], [])
+    if not middle and not last:
         return COLUMNS
-    tau2 = TAU2_COLUMNS + (TAU2_USER_TOOL_COLUMNS if (frame.user_tool_calls_per_episode.fillna(0) > 0).any() else [])
-    tau2 += TAU2_FAULT_COLUMNS if "fault_any" in frame.columns else []
-    tau2 += TAU2_GAP_COLUMNS if "simulator_gap" in frame.columns else []
-    paired = [TAU2_PAIRED_COLUMN] if "reward_pairs" in frame.columns else []
-    return COLUMNS[:3] + tau2 + COLUMNS[3:] + paired
+    return COLUMNS[:3] + middle + COLUMNS[3:] + last
 
 
 def _rows(frame: pd.DataFrame) -> list[list[str]]:

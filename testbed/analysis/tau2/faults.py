@@ -1,26 +1,26 @@
 """Simulated-user faults over a stored τ² run: one row per episode with a column per fault kind, and the faults turn by
 turn, so a failed episode can be put down to the simulator or the agent (testbed.scenarios.tau2.user_faults).
 
-Each episode's task is τ²'s own, found by the episode's item id in the domain its dataset names (`tau2-<domain>`);
-an episode whose task the installed τ² does not have (or with τ² not installed), or that has no stored messages, is
-not `checked` and shows no fault. A judge, when given, supplies the role-drift labels (its latest scored label per user turn).
+The faults are those stored when the run finished (testbed.analysis.tau2.stored_faults), so reading them needs no τ²;
+an episode without stored faults is detected now when τ² is installed (its task found by the episode's item id in
+the domain its dataset names, `testbed.specs.tau2.domain_of`), else it is not `checked` and shows no fault, as is an
+episode whose task the installed τ² lacks or that has no stored messages. A judge, when given, supplies role drift
+(the drift faults stored when it judged, else its latest scored label per user turn).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from testbed.analysis.frames import judge_labels
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2.metrics import is_success
+from testbed.analysis.tau2.stored_faults import run_faults
 from testbed.judges.fault_review import FlaggedFault
-from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault, detect_faults
+from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
 from testbed.store import Store
 from testbed.store.frames import episodes_df, run_id_of
 from testbed.store.labels import JudgeIdentity
 
-DATASET_PREFIX = "tau2-"
-"""How a τ² episode's dataset names its domain (`tau2-airline`)."""
 EPISODE_COLUMNS = ["episode_id", "user_model", "user_temperature", "framework", "task_id", "reward", "termination", "failed",
                    "checked", *FAULT_KINDS, "any_fault"]
 """The columns of `fault_frame`, in order (the condition columns reports group by follow them)."""
@@ -61,40 +61,14 @@ def turn_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -
 
 
 def _detected(store: Store, run_id: str, judge: JudgeIdentity | None) -> tuple[str, pd.DataFrame, dict[str, list[UserFault]]]:
-    """The run's full id, its episodes, and the faults of each checked episode by id."""
+    """The run's full id, its episodes, and the faults of each checked episode by id (testbed.analysis.tau2.stored_faults)."""
     full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
     episodes = episodes_df(store, full, exact=True)
-    drift = _drift_labels(store, full, judge)
-    by_id = {e.episode_id: e for e in episodes.itertuples(index=False)}
-    faults: dict[str, list[UserFault]] = {}
-    for eid, messages in store.iter_messages(full, include_errored=True):
-        e = by_id.get(eid)
-        task = _task(e.dataset, e.item_id) if e is not None else None
-        if task is not None:
-            faults[eid] = detect_faults(task, messages, e.termination or "", drift.get(eid))
+    checked, found = run_faults(store, full, judge)
+    faults: dict[str, list[UserFault]] = {eid: [] for eid in checked}
+    for eid, fault in found:
+        faults.setdefault(eid, []).append(fault)
     return full, episodes, faults
-
-
-def _task(dataset: str, item_id: str):
-    """τ²'s task of an episode, or None when its dataset is no τ² domain, τ² is not installed, or it lacks the task."""
-    from testbed.scenarios.tau2.domains import DOMAINS, domain, tau2_installed
-
-    name = dataset.removeprefix(DATASET_PREFIX)
-    if not dataset.startswith(DATASET_PREFIX) or name not in DOMAINS or not tau2_installed():
-        return None
-    return domain(name).tasks.get(item_id)
-
-
-def _drift_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> dict[str, dict[int, str]]:
-    """The judge's latest scored label per user turn, by episode; empty without a judge."""
-    if judge is None:
-        return {}
-    labels = judge_labels(store, run_id, judge)
-    labels = labels[(labels.status == "scored") & labels.label.notna()]
-    out: dict[str, dict[int, str]] = {}
-    for eid, turn, label in zip(labels.episode_id, labels.turn_index, labels.label):
-        out.setdefault(eid, {})[int(turn)] = label
-    return out
 
 
 FAULT_RATE_COLUMNS = [*(f"fault_{k}{s}" for k in (*FAULT_KINDS, "any") for s in ("", "_lo", "_hi")),

@@ -11,8 +11,9 @@ import pandas as pd
 
 from testbed.analysis.figures.registry import FigureInputs
 from testbed.analysis.stats import wilson_interval
-from testbed.analysis.tau2.faults import DATASET_PREFIX, fault_frame
+from testbed.analysis.tau2.faults import fault_frame
 from testbed.analysis.tau2.metrics import reward_interval
+from testbed.specs.tau2 import domain_of
 from testbed.specs.registries import FigureEntry
 
 USERS_COLUMNS = ["user_model", "user_temperature", "episodes", "errored_episodes", "unchecked", "checked", "scored",
@@ -29,7 +30,7 @@ def tau2_users(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
     in the installed τ²). Errored episodes are left out of both and counted (`errored_episodes`), as are episodes
     whose faults could not be checked (`unchecked`). Role drift counts as a fault when the judge labelled drift."""
     not_tau2 = "no episode of a τ² task the installed τ² package has: not a τ² run"
-    if not inputs.episodes.dataset.str.startswith(DATASET_PREFIX).any():
+    if not inputs.episodes.dataset.map(domain_of).notna().any():
         return pd.DataFrame(columns=USERS_COLUMNS), not_tau2
     faults = fault_frame(inputs.store, inputs.run_id, inputs.judge)
     if not faults.checked.any():

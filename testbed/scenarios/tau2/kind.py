@@ -306,5 +306,5 @@ FRAMEWORK = FrameworkEntry("tau2", "testbed.scenarios.tau2.reference_loop:Tau2Fr
 Its entry lives with the kind, not in testbed.frameworks.catalogue, because the loop is made of the kind's parts."""
 
 KIND = ScenarioKindEntry(name="tau2", spec=Tau2ScenarioSpec, runner=Tau2Kind, report="tau2", limit_field="tasks", resolve=check_tau2,
-                         sweepable=True, user_faults=True, scripted_user=True)
+                         sweepable=True, views="tau2", scripted_user=True)
 """The τ² kind's entry in testbed.specs.registries.KINDS."""

@@ -1,0 +1,60 @@
+"""What a scenario kind shows of its runs beyond what every kind shows: its views.
+
+A kind's entry (`ScenarioKindEntry.views`) names one `KindViews` entry (registered in testbed/entries.py, loaded on
+first use: `testbed.specs.registries.kind_views`); a kind
+without one has `NO_VIEWS`, and report, compare, replay and the run loop then show and do only what every kind
+does. Nothing outside a kind asks which kind a run is: it asks the kind's views, and an empty view adds nothing.
+
+- `faults`: the kind's per-turn simulated-user fault detector (`FaultDetector`), which the run loop asks to store
+  a finished run's faults and `testbed judge` the faults a judge's labels imply; replay marks the stored ones.
+- `compare_cells(run)`: a comparison row's extra cells, from the run's `RunFrames` (its judge's, for judge-dependent
+  cells); `compare_paired(run, baseline)`: the extra cells of a row paired with the baseline's run; and
+  `compare_columns(frame)`: the headers and cell formatters of those cells, as two lists, the first shown after
+  the comparison's lead columns (framework, episodes, errors) and the second last.
+- `simulator_gap(run, reference)`: a row's extra cells against a reference run of the same assistant (the kind's
+  scripted user), and `reference_user(scenario)`: the agent and backend of that reference user (`compare --simulator-gap`).
+- `errored_as`: the ways the kind's report may count errored episodes, the first the default (`report --errored`).
+
+Every field is optional, so a kind declares only the views it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class FaultDetector(Protocol):
+    """A kind's per-turn simulated-user fault detector, stored with its identity (testbed.store.user_faults)."""
+
+    names: Mapping[str, str]
+    """Each fault kind it flags → its short name (replay's marks and filter), in the order reports show them."""
+
+    def store_faults(self, store: Any, run_id: str) -> int:
+        """Detect and store the faults of the run's episodes not yet checked; how many episodes it checked now."""
+
+    def store_judged_faults(self, store: Any, run_id: str, judge: Any) -> int:
+        """Store the faults `judge`'s labels imply on the run's episodes (role drift); how many episodes it checked."""
+
+    def missing(self, store: Any, run_id: str) -> str:
+        """Why some of the run's episodes have no stored faults and how to store them; "" when none lacks them."""
+
+
+@dataclass(frozen=True)
+class KindViews:
+    """A kind's views (module docstring); each None or empty when the kind has no such view."""
+
+    name: str
+    """The name it is registered under in testbed.specs.registries.VIEWS."""
+    faults: FaultDetector | None = None
+    compare_cells: Callable[..., dict] | None = None
+    compare_paired: Callable[..., dict] | None = None
+    compare_columns: Callable[..., tuple[list, list]] | None = None
+    simulator_gap: Callable[..., dict] | None = None
+    reference_user: Callable[..., Any] | None = None
+    errored_as: tuple[str, ...] = ()
+
+
+NO_VIEWS = KindViews("none")
+"""The views of a kind that declares none: nothing beyond what every kind shows."""
