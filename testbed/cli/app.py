@@ -195,12 +195,15 @@ def prepare_model(
 
 
 def list_helps(typer_app: typer.Typer) -> None:
-    """Give every command without one a one-line summary for `testbed --help`: the first sentence of its docstring with
-    the docstring's line breaks joined, so the command list wraps cleanly at any width (rich help keeps single line
-    breaks there, which printed a long docstring as ragged lines); `testbed COMMAND --help` still shows it whole."""
+    """Give every command its help with each paragraph of its docstring on one line, and a one-line summary (the
+    first sentence) for `testbed --help`, so both wrap cleanly at any width: rich help keeps a docstring's single line
+    breaks, which printed it as ragged lines."""
     for info in typer_app.registered_commands:
-        if info.short_help is None and info.callback is not None:
-            info.short_help = first_sentence(inspect.getdoc(info.callback) or "")
+        doc = inspect.getdoc(info.callback) if info.callback is not None else None
+        if info.help is None and doc:
+            info.help = "\n\n".join(" ".join(paragraph.split()) for paragraph in doc.split("\n\n"))
+        if info.short_help is None and doc:
+            info.short_help = first_sentence(doc)
 
 
 def first_sentence(doc: str) -> str:

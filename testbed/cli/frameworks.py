@@ -47,14 +47,18 @@ def compare(
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
     user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user, replacing the scenario's")] = None,
     judge: Annotated[str, typer.Option("--judge", "-j", help="who labels every user turn: learned | local | followup | failure-modes | a judge spec")] = DEFAULT_JUDGE,
-    format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json")] = "table",
+    format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json (their shape: below)")] = "table",
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     agent: Annotated[Optional[str], typer.Option("--agent", help="comma-separated agent specs of your own agents (backend python or http-agent): each a row `your agent: NAME`, run natively")] = None,
     simulator_gap: Annotated[bool, typer.Option("--simulator-gap", help="τ²: also run each native row's assistant with the scripted user, and show the reward its model user lost on the same tasks")] = False,
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
-    and print the frameworks side by side, paired with `native` on the same episodes."""
+    and print the frameworks side by side, paired with `native` on the same episodes.
+
+    --format json prints one object: frameworks (a record per framework, every column), requests (the episode and
+    each framework's request shapes) and, over real users, realism (each framework's realism table: title,
+    weak_reference, rows, real_users). csv has the frameworks' records; markdown every table the terminal shows."""
     from testbed.running.comparison import FrameworkFailed, load_comparable, preflight_frameworks, run_comparison
     from testbed.frameworks.base import FrameworkNotInstalled, frameworks_for
     from testbed.specs.loader import load_agent, load_scenario
@@ -106,9 +110,24 @@ def _print_comparison(comparison, fmt: str, db) -> None:
         for table in comparison_tables(frame, shapes, episode, f"{comparison.scenario}: frameworks compared (labels by {who})"):
             console.print(table)
     else:
-        sys.stdout.write(comparison_text(frame, shapes, episode, fmt) + "\n")
+        realism = _realism_by_framework(comparison, db) if fmt == "json" else None
+        sys.stdout.write(comparison_text(frame, shapes, episode, fmt, realism) + "\n")
     if fmt in ("table", "markdown"):
         _print_realism(comparison, fmt, db)
+
+
+def _realism_by_framework(comparison, db) -> dict:
+    """Each framework's realism table as JSON records (`testbed.analysis.realism.render.realism_records`), for the
+    frameworks whose runs hold real users' turns."""
+    from testbed.analysis.realism.render import realism_records
+    from testbed.analysis.realism.runs import run_realism
+
+    shown = {}
+    for framework, run_id in comparison.run_ids.items():
+        realism = run_realism(db, run_id, comparison.identities.get(framework), closeness=True)
+        if not realism.empty:
+            shown[framework] = realism_records(realism)
+    return shown
 
 
 def _print_realism(comparison, fmt: str, db) -> None:

@@ -7,6 +7,7 @@ follow-up rates side by side, closeness to the real turn, and the shares a reade
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -73,6 +74,14 @@ def as_rich(realism: RunRealism) -> FittedTable:
     """The realism table for a terminal (its console neutralises the text), a card per simulated user where the
     terminal is too narrow for the table."""
     return FittedTable(HEADER, realism_rows(realism), title=title(realism), key=KEY_COLUMNS)
+
+
+def realism_records(realism: RunRealism) -> dict:
+    """The realism table as JSON-ready data: its `title`, `weak_reference`, a record per simulated condition (`rows`,
+    every measured column with its interval) and the real users' own record (`real_users`, None without one)."""
+    baseline = None if realism.baseline.empty else json.loads(realism.baseline.iloc[:1].to_json(orient="records"))[0]
+    return {"title": title(realism), "weak_reference": realism.weak_reference,
+            "rows": json.loads(realism.table.to_json(orient="records")), "real_users": baseline}
 
 
 def as_markdown(realism: RunRealism) -> str:

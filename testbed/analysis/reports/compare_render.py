@@ -86,11 +86,18 @@ def comparison_tables(frame: pd.DataFrame, requests: list[dict], episode: str | 
     return tables
 
 
-def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | None, fmt: str) -> str:
-    """The comparison as Markdown (with the request shapes), CSV (the numbers) or JSON (everything), safe to print."""
+def comparison_text(frame: pd.DataFrame, requests: list[dict], episode: str | None, fmt: str,
+                    realism: dict[str, dict] | None = None) -> str:
+    """The comparison as Markdown (with the request shapes), CSV (the numbers) or JSON (everything), safe to print.
+
+    JSON is one object: `frameworks` (a record per framework, every column of the comparison), `requests` (the
+    `episode` and each framework's request `shapes`) and, when `realism` is given, `realism`: each framework's realism
+    table (`testbed.analysis.realism.render.realism_records`) for the frameworks whose runs hold real users' turns."""
     if fmt == "json":
-        return json.dumps({"frameworks": json.loads(frame.to_json(orient="records")), "requests": {"episode": episode, "shapes": requests}},
-                          indent=2)
+        shown = {"frameworks": json.loads(frame.to_json(orient="records")), "requests": {"episode": episode, "shapes": requests}}
+        if realism is not None:
+            shown["realism"] = realism
+        return json.dumps(shown, indent=2)
     if fmt == "csv":
         flat = frame.assign(label_mix=[json.dumps(m) for m in frame.label_mix], terminations=[json.dumps(t) for t in frame.terminations])
         return neutralised(flat.to_csv(index=False).rstrip("\n"))
