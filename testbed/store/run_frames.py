@@ -15,7 +15,6 @@ layers derive from these (a report's episode table) are kept with `derived`, onc
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +24,9 @@ from testbed.store.frames import EPISODE_COLUMNS, JUDGE_COLUMNS, TURN_COLUMNS, e
 from testbed.store.labels import LABEL_COLUMNS, labels_frame
 from testbed.store.records import JudgeIdentity, RunRecord
 from testbed.store.sqlite_store import Store
+from testbed.store.user_faults import FAULT_COLUMNS, faults_df
 
-FAULT_COLUMNS = ["episode_id", "turn_index", "kind", "evidence", "detector"]
-"""The columns of a run's stored simulated-user faults (`testbed.store.user_faults.faults_df`)."""
+__all__ = ["FAULT_COLUMNS", "REWARD_COLUMNS", "RunFrames"]
 
 REWARD_COLUMNS = ["episode_id", "reward", "breakdown", "details"]
 """The columns of a run's rewards: the evaluator's reward of each episode, its parts and what it checked."""
@@ -135,15 +134,9 @@ class RunFrames:
 
     @property
     def faults(self) -> pd.DataFrame:
-        """The stored simulated-user faults of the run (`FAULT_COLUMNS`), the judge's judge-dependent ones included."""
-        return self._frame(("faults", self.judge), self._read_faults)
-
-    def _read_faults(self) -> pd.DataFrame:
-        if importlib.util.find_spec("testbed.store.user_faults") is None:
-            return pd.DataFrame(columns=FAULT_COLUMNS)
-        from testbed.store.user_faults import faults_df
-
-        return faults_df(self.store, self.run_id, self.judge)
+        """The run's stored simulated-user faults (`testbed.store.user_faults.faults_df`: `FAULT_COLUMNS`), the judge's
+        judge-dependent ones (role drift under its labels) included."""
+        return self._frame(("faults", self.judge), lambda: faults_df(self.store, self.run_id, self.judge))
 
     @property
     def rewards(self) -> pd.DataFrame:
