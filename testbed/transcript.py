@@ -1,4 +1,8 @@
-"""One conversation with true roles; every participant's view is derived from it, never stored."""
+"""One conversation with true roles; every participant's view is derived from it, never stored.
+
+The role vocabulary lives here: the constants (`USER`, `ASSISTANT`, `SYSTEM`, `TOOL`; the stored values stay the
+plain strings) and the predicates (`is_user(message)`, ...) every other module compares roles with.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,17 @@ from testbed.tool_arguments import parse_arguments
 
 Role = Literal["system", "user", "assistant", "tool"]
 M = TypeVar("M")
+
+SYSTEM: Role = "system"
+"""The role of the scenario's instructions to a participant."""
+USER: Role = "user"
+"""The role of the (simulated or real) user's messages, the dataset's request included."""
+ASSISTANT: Role = "assistant"
+"""The role of the assistant under test's messages."""
+TOOL: Role = "tool"
+"""The role of a tool's result, answering a call of the assistant's (or, in dual-control tasks, the user's)."""
+SPOKEN_ROLES: tuple[Role, ...] = (USER, ASSISTANT)
+"""The roles that speak in the conversation proper (a message of one calling no tool is a turn: `Message.spoken`)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +104,7 @@ class Message:
     @property
     def spoken(self) -> bool:
         """Whether this is a turn of the conversation proper: a user or assistant message that calls no tool."""
-        return self.role in ("user", "assistant") and not self.tool_calls
+        return self.role in SPOKEN_ROLES and not self.tool_calls
 
     def as_chat(self, content: str | None = None) -> dict[str, Any]:
         """The OpenAI chat-format dict of this message, true role kept (`content` in place of its own when given)."""
@@ -161,7 +176,7 @@ class Transcript:
         if counted > len(messages) or (counted and messages[counted - 1] is not last):
             counted, users, tokens = 0, 0, 0
         for m in messages[counted:]:
-            users += m.role == "user" and not m.tool_calls
+            users += m.role == USER and not m.tool_calls
             if m.reused_from is None:
                 tokens += m.usage.completion_tokens
         if messages:
@@ -201,6 +216,38 @@ class Transcript:
 
 def _field(message: Any, name: str) -> Any:
     return getattr(message, name) if hasattr(message, "role") else message[name]
+
+
+def role_of(message: Any) -> Any:
+    """The role of a message in any of its forms: a `Message`, a stored row or dict (`message["role"]`), a pandas
+    row or a τ² or wire record (`message.role`). The one place that reads a role, so every module asks the
+    predicates below instead of comparing role strings itself."""
+    return _field(message, "role")
+
+
+def is_user(message: Any) -> bool:
+    """Whether the message is the user's (`USER`): a generated turn, the dataset's request or a user's tool call."""
+    return role_of(message) == USER
+
+
+def is_assistant(message: Any) -> bool:
+    """Whether the message is the assistant's (`ASSISTANT`)."""
+    return role_of(message) == ASSISTANT
+
+
+def is_system(message: Any) -> bool:
+    """Whether the message is a system prompt (`SYSTEM`)."""
+    return role_of(message) == SYSTEM
+
+
+def is_tool(message: Any) -> bool:
+    """Whether the message is a tool's result (`TOOL`)."""
+    return role_of(message) == TOOL
+
+
+def is_spoken_role(message: Any) -> bool:
+    """Whether the message's role is one that speaks (`SPOKEN_ROLES`), whatever it calls."""
+    return role_of(message) in SPOKEN_ROLES
 
 
 def _speaker(message: Any) -> Any:
@@ -266,7 +313,7 @@ class GeneratedTurnRule:
 
 DATASET_SPEAKER = "dataset"
 """The speaker of the messages a scenario copies from its dataset (the request, a real conversation's context)."""
-GENERATED_TURNS = GeneratedTurnRule(user_roles=("user",), opening_roles=("assistant",), scripted_speakers=(DATASET_SPEAKER,))
+GENERATED_TURNS = GeneratedTurnRule(user_roles=(USER,), opening_roles=(ASSISTANT,), scripted_speakers=(DATASET_SPEAKER,))
 """The rule in force: user messages after the first assistant message the dataset did not supply."""
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
-from testbed.transcript import TOOL_CALLS_COLUMN, Message, generated_user_turns
+from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, generated_user_turns, is_user
 
 SOURCE_THRESHOLD = 0.5
 """Least similarity for a source edge: at least half of the user turn is copied from the target."""
@@ -70,7 +70,7 @@ def _excerpt(text: str) -> str:
 
 def _spoken(m: dict) -> bool:
     """Whether a message dict is a turn of the conversation proper (`Message.spoken`): what a user turn can copy."""
-    return m["role"] in ("user", "assistant") and not m.get(TOOL_CALLS_COLUMN)
+    return m["role"] in SPOKEN_ROLES and not m.get(TOOL_CALLS_COLUMN)
 
 
 def message_dict(m: Message) -> dict:
@@ -127,7 +127,7 @@ def episode_graph(messages: list[dict], labels: dict[int, str], threshold: float
             if best is None or (score, ratio, -s) > (best[0], best[1], -best[2]):
                 best = (score, ratio, s)
         if best is not None and best[0] >= threshold:
-            kind = "restates" if graph.nodes[best[2]]["role"] == "user" else "echoes"
+            kind = "restates" if is_user(graph.nodes[best[2]]) else "echoes"
             graph.add_edge(t, best[2], kind=kind, weight=round(min(1.0, best[0]), 4))
     return graph
 

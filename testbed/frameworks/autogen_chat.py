@@ -24,7 +24,7 @@ from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.prompt_stop import stopping_promptly
 from testbed.frameworks.run_log import framework_failure
 from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker, user_turn_count
-from testbed.transcript import Message, Transcript, Usage
+from testbed.transcript import Message, Transcript, Usage, is_user
 
 ASSISTANT, USER = "assistant", "simulated_user"
 """Agent names (AgentChat wants identifiers, and reserves `user` for the task's source)."""
@@ -80,7 +80,7 @@ class AutoGenDialogues:
         from autogen_core import CancellationToken
 
         pair = pair_of(assistant, user)
-        task = [TextMessage(content=m.content, source="user" if m.role == "user" else ASSISTANT) for m in opening(transcript)]
+        task = [TextMessage(content=m.content, source="user" if is_user(m) else ASSISTANT) for m in opening(transcript)]
         clients = [model_client(pair.assistant), model_client(pair.user)]
         decided: list[TerminationReason] = []
         agents = [AssistantAgent(ASSISTANT, clients[0], system_message=pair.assistant.system_prompt),
@@ -120,7 +120,7 @@ class AutoGenDialogues:
         message = generated(transcript, role, side, event.content,
                             Usage(usage.prompt_tokens, usage.completion_tokens, latency_s) if usage else Usage(0, 0, latency_s))
         stopped = False
-        if role == "user":
+        if is_user(message):
             message, stopped = strip_marker(message, limits.end_marker)
         if message.content or not stopped:
             transcript.append(message)

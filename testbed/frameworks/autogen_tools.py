@@ -64,7 +64,7 @@ from testbed.frameworks.run_log import framework_failure
 from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.loop.orchestrator import TerminationReason
 from testbed.tool_arguments import arguments_problem
-from testbed.transcript import Message, ToolCall, Usage
+from testbed.transcript import Message, ToolCall, Usage, is_assistant
 
 FRAMEWORK_SPEAKER = "autogen"
 """The speaker of a tool result AgentChat gave itself, for a call that never reached a tool."""
@@ -247,7 +247,7 @@ async def run_task(episode: ToolEpisode) -> TerminationReason:
         agents[role] = AssistantAgent(name, clients[-1][0], tools=tools or None, system_message=side.system_prompt,
                                       model_context=initial_context(opening, role), reflect_on_tool_use=True,
                                       max_tool_iterations=episode.max_steps)
-    order = [agents["user"], agents["assistant"]] if last.role == "assistant" else [agents["assistant"], agents["user"]]
+    order = [agents["user"], agents["assistant"]] if is_assistant(last) else [agents["assistant"], agents["user"]]
     team = RoundRobinGroupChat(order, termination_condition=FunctionalTermination(recorder.turn_ended_the_episode))
     token = CancellationToken()
 

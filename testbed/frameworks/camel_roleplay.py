@@ -58,7 +58,7 @@ from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
 from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.loop.participants import Participant
-from testbed.transcript import Message, Transcript, Usage
+from testbed.transcript import Message, Transcript, Usage, is_user
 
 
 def allow_mcp2() -> None:
@@ -198,7 +198,7 @@ def finish_reason(response) -> str | None:
 def remember(assistant: ChatAgent, user: ChatAgent, earlier: list[Message]) -> None:
     """Write the opening's earlier turns into both memories, each agent's own turns as its answers."""
     for m in earlier:
-        if m.role == "user":
+        if is_user(m):
             assistant.update_memory(BaseMessage.make_user_message(m.speaker, m.content), OpenAIBackendRole.USER)
             user.record_message(BaseMessage.make_assistant_message(m.speaker, m.content))
         else:

@@ -55,7 +55,7 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.camel_roleplay import UNKNOWN_MODEL_WINDOW, CamelDialogues, camel_model, with_clients
 from testbed.frameworks.pair import Side, generated
 from testbed.loop.orchestrator import TerminationReason
-from testbed.transcript import Message, ToolCall, Usage
+from testbed.transcript import ASSISTANT, Message, ToolCall, Usage, is_assistant, is_system
 
 # camel after camel_roleplay, which makes it importable under mcp 2 and turns its logging off
 from camel.agents import ChatAgent
@@ -131,7 +131,7 @@ class ToolAgent:
         self.episode, self.role, self.side = episode, role, side
         schemas = episode.tools(role)
         tools = [FunctionTool(self._tool(s["function"]["name"]), openai_tool_schema=s) for s in schemas]
-        role_type = RoleType.ASSISTANT if role == "assistant" else RoleType.USER
+        role_type = RoleType.ASSISTANT if role == ASSISTANT else RoleType.USER
         self.agent = ChatAgent(system_message=BaseMessage(side.name, role_type, None, side.system_prompt),
                                model=naming_calls(camel_model(side, clients)), tools=tools, token_limit=UNKNOWN_MODEL_WINDOW,
                                summarize_threshold=None, retry_attempts=1, on_request_usage=self._request_done)
@@ -164,7 +164,7 @@ class ToolAgent:
         self.log = StepLog(time.perf_counter())
         before = len(self.agent.chat_history)
         response = await self.agent.astep(message)
-        made = [m for m in self.agent.chat_history[before:] if m["role"] == "assistant" and m.get("tool_calls")]
+        made = [m for m in self.agent.chat_history[before:] if is_assistant(m) and m.get("tool_calls")]
         return self._record(response, made)
 
     def _record(self, response, made: list[dict[str, Any]]) -> tuple[TerminationReason | None, str]:
@@ -210,9 +210,9 @@ async def _run(episode, clients: list) -> TerminationReason:
     pair = episode.pair()
     assistant = ToolAgent(episode, "assistant", pair.assistant, clients)
     user = ToolAgent(episode, "user", pair.user, clients)
-    history = [m for m in episode.transcript.messages if m.role != "system"]
+    history = [m for m in episode.transcript.messages if not is_system(m)]
     *earlier, last = history
-    if not (last.spoken and last.role == "assistant"):
+    if not (last.spoken and is_assistant(last)):
         raise BackendError("camel: a τ² task starts after the assistant's turn; this one's opening ends otherwise")
     remember(assistant.agent, "assistant", history)
     remember(user.agent, "user", earlier)

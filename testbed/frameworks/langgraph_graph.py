@@ -39,7 +39,7 @@ from testbed.frameworks.pair import Pair, Side, generated, opening, pair_of
 from testbed.frameworks.run_log import framework_failure
 from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.loop.participants import Participant
-from testbed.transcript import Message, Transcript, Usage
+from testbed.transcript import Message, Transcript, Usage, is_user
 
 
 class LangGraphDialogues:
@@ -57,7 +57,7 @@ class LangGraphDialogues:
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Run the graph from the opening user turn until an edge ends it; return the reason it decided."""
         pair = pair_of(assistant, user)
-        start = [HumanMessage(content=m.content) if m.role == "user" else AIMessage(content=m.content)
+        start = [HumanMessage(content=m.content) if is_user(m) else AIMessage(content=m.content)
                  for m in opening(transcript)]
         outcome: dict[str, TerminationReason] = {}
         graph = build_graph(pair, transcript, limits, after_assistant, outcome)

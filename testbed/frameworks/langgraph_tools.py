@@ -67,7 +67,7 @@ from testbed.frameworks.pair import Side, generated
 from testbed.frameworks.run_log import framework_failure
 from testbed.loop.orchestrator import TerminationReason
 from testbed.frameworks.tool_desk import ENVIRONMENT, next_side
-from testbed.transcript import Message, ToolCall, ToolResult
+from testbed.transcript import ASSISTANT, Message, ToolCall, ToolResult
 
 FRAMEWORK_SPEAKER = "langgraph"
 """The speaker of a result LangGraph gave itself, never the environment's."""
@@ -118,7 +118,7 @@ def build_task_graph(episode):
     for role, side in sides.items():
         tools = [domain_tool(episode, schema["function"], role) for schema in episode.tools(role)]
         model = client(side).bind_tools(tools) if tools else client(side)
-        other = "user" if role == "assistant" else "assistant"
+        other = "user" if role == ASSISTANT else "assistant"
         builder.add_node(role, model_node(episode, model, side, role))
         builder.add_node(TOOLS_NODE[role], ToolNode(tools, messages_key=VIEW_KEY[role]))
         builder.add_node(RESULTS_NODE[role], results_node(episode, role, {t.name for t in tools}))
@@ -157,7 +157,7 @@ def model_node(episode, model, side: Side, role: str):
     """The node of one side's model: it answers its own view (after its system prompt), records the reply, and
     shows a text turn to the other side (a tool call stays in its own view)."""
     system = [SystemMessage(content=side.system_prompt)] if side.system_prompt else []
-    own, other = VIEW_KEY[role], VIEW_KEY["user" if role == "assistant" else "assistant"]
+    own, other = VIEW_KEY[role], VIEW_KEY["user" if role == ASSISTANT else "assistant"]
 
     async def generate(state: TaskState) -> dict:
         began = time.perf_counter()

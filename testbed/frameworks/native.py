@@ -7,7 +7,7 @@ from testbed.frameworks.catalogue import NATIVE
 from testbed.frameworks.tool_episode import ToolEpisode, step_loop
 from testbed.loop.orchestrator import Limits, TerminationReason, strip_marker
 from testbed.loop.participants import Participant
-from testbed.transcript import Transcript
+from testbed.transcript import Transcript, is_assistant
 
 
 class NativeFramework:
@@ -23,7 +23,7 @@ class NativeFramework:
                        after_assistant: AfterAssistant | None = None) -> TerminationReason:
         """Run the loop from whoever speaks next; return why it ended."""
         dialogue = transcript.dialogue()
-        user_next = bool(dialogue) and dialogue[-1].role == "assistant"
+        user_next = bool(dialogue) and is_assistant(dialogue[-1])
         while True:
             if not user_next:
                 reply, _ = strip_marker(await assistant.respond(transcript), limits.end_marker)

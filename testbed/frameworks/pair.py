@@ -20,7 +20,7 @@ from typing import Any
 from testbed.backends.base import BackendError, BackendUnavailable
 from testbed.loop.participants import TurnSampling, agent_sampling
 from testbed.redaction import register_secret
-from testbed.transcript import Message, Transcript, Usage
+from testbed.transcript import Message, Transcript, Usage, is_user
 
 NO_KEY = "EMPTY"
 """The API key a framework's client is given for a server that wants none (clients refuse an empty one)."""
@@ -97,7 +97,7 @@ def pair_of(assistant, user) -> Pair:
 def opening(transcript: Transcript) -> list[Message]:
     """The conversation so far without system prompts (the task a framework is started with)."""
     dialogue = transcript.dialogue()
-    if not dialogue or dialogue[-1].role != "user":
+    if not dialogue or not is_user(dialogue[-1]):
         raise BackendError("an agent framework starts from the opening user turn: the transcript must end with one")
     return dialogue
 

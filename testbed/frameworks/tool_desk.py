@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from testbed.loop.orchestrator import TerminationReason
-from testbed.transcript import Message, ToolCall, ToolResult
+from testbed.transcript import Message, ToolCall, ToolResult, is_assistant, is_tool
 
 USER_SIGNALS = {"###STOP###": TerminationReason.USER_STOP, "###TRANSFER###": TerminationReason.TRANSFER,
                 "###OUT-OF-SCOPE###": TerminationReason.USER_STOP}
@@ -61,6 +61,6 @@ def next_side(last: Message) -> str:
     """Who acts after `last`: `user`, `assistant`, or `environment` when it calls tools."""
     if last.tool_calls:
         return "environment"
-    if last.role == "tool":
+    if is_tool(last):
         return last.tool_result.requestor if last.tool_result is not None else "assistant"
-    return "user" if last.role == "assistant" else "assistant"
+    return "user" if is_assistant(last) else "assistant"

@@ -31,7 +31,7 @@ from testbed.specs.loader import ResolvedAgent, builtin_dir, load_agent, read_ya
 from testbed.store.fault_reviews import VERDICTS, FaultReviewRow
 from testbed.store.records import JudgeIdentity
 from testbed.templates import fill_slots
-from testbed.transcript import Message
+from testbed.transcript import Message, is_assistant, is_system, is_tool
 
 REVIEWER = "fault-review"
 """The name reviews are stored under."""
@@ -106,10 +106,10 @@ def conversation_text(messages: Sequence[Message], tokens: ControlTokens) -> str
     messages cut, system messages left out (the reviewer sees what was said, not what either side was told)."""
     lines = []
     for m in messages:
-        if m.role == "system":
+        if is_system(m):
             continue
-        who = "AGENT" if m.role == "assistant" else m.role.upper()
-        if m.role == "tool" and m.tool_result is not None:
+        who = "AGENT" if is_assistant(m) else m.role.upper()
+        if is_tool(m) and m.tool_result is not None:
             r = m.tool_result
             side = "AGENT" if r.requestor == "assistant" else "USER"
             lines.append(f"[{m.turn_index}] TOOL {'ERROR' if r.error else 'RESULT'} for the {side} ({r.name}): {_cut(m.content)}")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from testbed.transcript import Message, Transcript
+from testbed.transcript import Message, Transcript, is_assistant
 
 
 class TerminationReason(StrEnum):
@@ -85,7 +85,7 @@ class Limits:
             return TerminationReason.TOKEN_BUDGET
         if final_output is not None and (reason := final_output()):
             return reason
-        answered = bool(transcript.messages) and transcript.messages[-1].role == "assistant"
+        answered = bool(transcript.messages) and is_assistant(transcript.messages[-1])
         if user_turn_count(transcript) >= self.max_user_turns and (answered or not self.reply_to_last_user_turn):
             return TerminationReason.MAX_TURNS
         return TerminationReason.ASSISTANT_DONE if assistant_done else None

@@ -21,7 +21,7 @@ from testbed.specs.loader import read_personas
 from testbed.specs.registries import ScenarioKindEntry
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.templates import fill_slots
-from testbed.transcript import DATASET_SPEAKER, Message, Transcript
+from testbed.transcript import DATASET_SPEAKER, Message, Transcript, is_assistant
 from testbed.wire.attribution import attribute
 from testbed.wire.routing import routed
 
@@ -92,7 +92,7 @@ def opening_transcript(scenario: ResolvedScenario, messages, speaker: str, episo
 
 def first_answer(transcript: Transcript) -> str | None:
     """The assistant's first reply, which task accuracy is measured on."""
-    return next((m.content for m in transcript.messages if m.role == "assistant"), None)
+    return next((m.content for m in transcript.messages if is_assistant(m)), None)
 
 
 async def run_conversation(

@@ -21,7 +21,7 @@ from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.store.tool_messages import tool_fields
-from testbed.transcript import TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns
+from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns, is_assistant, is_user
 
 EPISODE_STATUSES = ("done", "error")
 """Every status an episode can be stored with (the schema's CHECK): `episode_counts` always has both."""
@@ -81,11 +81,11 @@ def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
     tools are neither (tool results are no message of either side).
     """
     generated = {m["turn_index"] for m in generated_user_turns(messages)}
-    spoken = [m for m in messages if m["role"] in ("user", "assistant") and not _calls(m)]
-    question = next((m["content"] for m in spoken if m["role"] == "user"), "")
+    spoken = [m for m in messages if m["role"] in SPOKEN_ROLES and not _calls(m)]
+    question = next((m["content"] for m in spoken if is_user(m)), "")
     out, answer = [], ""
     for m in spoken:
-        if m["role"] == "assistant":
+        if is_assistant(m):
             answer = m["content"]
         elif m["turn_index"] in generated:
             out.append(TurnRecord(episode_id, m["turn_index"], question, answer, m["content"]))

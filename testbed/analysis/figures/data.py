@@ -25,6 +25,7 @@ from testbed.specs.registries import FIGURES, FigureEntry
 from testbed.store import Store
 from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.transcript import ASSISTANT
 
 __all__ = ["FIGURES", "PAIR", "FigureData", "FigureInputs", "answer_accuracy", "figure_data", "no_labels_reason",
            "finished_turns"]
@@ -86,7 +87,7 @@ def _answer_keys(store: Store, run_id: str) -> pd.Series:
     """Per episode, the generated answer its task score belongs to: the shared answer it reused (a
     probe's one answer per item), else the episode itself (a dialogue writes its own answers)."""
     messages = messages_df(store, run_id, exact=True)
-    reused = messages[(messages.role == "assistant") & messages.reused_from.notna()]
+    reused = messages[(messages.role == ASSISTANT) & messages.reused_from.notna()]
     return reused.groupby("episode_id").reused_from.first()
 
 

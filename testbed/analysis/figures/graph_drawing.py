@@ -25,6 +25,7 @@ from matplotlib.patches import FancyArrowPatch, Patch  # noqa: E402
 from testbed.analysis.graphs import START  # noqa: E402
 from testbed.analysis.figures.survival_drawing import draw_survival  # noqa: E402, F401
 from testbed.judges.taxonomy import taxonomy  # noqa: E402
+from testbed.transcript import is_tool, is_user  # noqa: E402
 
 DRIFT_COLOURS = {"echo_assistant": "#d62728", "meta_planning": "#ff7f0e"}
 """Drift labels in strong warm colours; any other drift label falls back to crimson."""
@@ -52,7 +53,7 @@ def label_colour(label: str) -> str:
 
 
 def _node_colour(data: dict) -> str:
-    if data["role"] != "user":
+    if not is_user(data):
         return ROLE_COLOURS.get(data["role"], "#d9d9d9")
     return label_colour(data["label"])
 
@@ -82,11 +83,11 @@ def _tools(data: dict) -> str:
 
 
 def _node_caption(node: int, data: dict, first_user: int | None) -> str:
-    if data["role"] == "tool":
+    if is_tool(data):
         return f"{_tools(data)}\n{'error' if data.get('tool_error') else 'result'}".strip()
     if data.get("tools"):
         return f"calls\n{_tools(data)}"
-    if data["role"] == "user":
+    if is_user(data):
         if data["label"]:
             return data["label"].replace("_", " ")
         return "request" if node == first_user else "unlabelled" if data["ordinal"] else "user"
@@ -107,10 +108,10 @@ def _draw_edges(ax: plt.Axes, graph: nx.DiGraph, pos: dict) -> None:
 
 
 def _draw_nodes(ax: plt.Axes, graph: nx.DiGraph, pos: dict) -> None:
-    first_user = next((n for n in sorted(graph) if graph.nodes[n]["role"] == "user"), None)
+    first_user = next((n for n in sorted(graph) if is_user(graph.nodes[n])), None)
     for n, data in graph.nodes(data=True):
         x, y = pos[n]
-        user = data["role"] == "user"
+        user = is_user(data)
         ax.scatter([x], [y], s=_NODE_SIZE, c=_node_colour(data), edgecolors="#1f77b4" if user else "#616161",
                    linewidths=1.2, zorder=4)
         dark = user and data["label"] not in ("", "short_filler")
@@ -174,7 +175,7 @@ def _episode_legend(graph: nx.DiGraph) -> list:
     handles = [Patch(facecolor=label_colour(label), edgecolor="#1f77b4", label=label.replace("_", " ") +
                      (" (drift)" if label in taxonomy().drift_labels else ""))
                for label in sorted({d["label"] for d in data if d["label"]})]
-    if any(d["role"] == "user" and not d["label"] for d in data):
+    if any(is_user(d) and not d["label"] for d in data):
         handles.append(Patch(facecolor="white", edgecolor="#1f77b4", label="user: request or unlabelled"))
     for role in ("assistant", "tool", "system"):
         if any(d["role"] == role for d in data):

@@ -19,6 +19,7 @@ from testbed.judges.taxonomy import taxonomy
 from testbed.scenarios.base import stable_hash
 from testbed.store import Store
 from testbed.store.frames import messages_df, turns_df
+from testbed.transcript import SYSTEM
 
 CONDITION_FIELDS = ("source_model", "dataset", "kind", "mode", "temperature", "perturbation", "turn")
 """What each item says about how its turn was made (the gold set's fields, plus kind and turn ordinal)."""
@@ -28,7 +29,7 @@ SHOWN = ("id", "kind", "perturbation", "turn", "question", "context", "assistant
 
 def _context(messages, episode_id: str, turn_index: int) -> list[dict]:
     """The conversation between the request and the answer the turn replies to (multi-turn episodes only)."""
-    earlier = messages[(messages.episode_id == episode_id) & (messages.turn_index < turn_index) & (messages.role != "system")]
+    earlier = messages[(messages.episode_id == episode_id) & (messages.turn_index < turn_index) & (messages.role != SYSTEM)]
     rows = [{"role": r.role, "content": r.content} for r in earlier.itertuples()]
     return rows[1:-1]
 

@@ -14,6 +14,7 @@ import pandas as pd
 from testbed.analysis.stats import wilson_interval
 from testbed.specs.tau2 import VARY_SEEDS_KEY
 from testbed.store import Store
+from testbed.transcript import is_assistant, is_user
 
 SUCCESS_TOLERANCE = 1e-6
 """τ²'s tolerance around a reward of 1 (tau2.metrics.agent_metrics.is_successful)."""
@@ -150,9 +151,9 @@ def episode_tool_counts(messages: Iterable) -> ToolCounts:
     errors by the requestor their result names."""
     out = ToolCounts()
     for m in messages:
-        if m.role == "assistant":
+        if is_assistant(m):
             out.assistant_calls += len(m.tool_calls)
-        elif m.role == "user":
+        elif is_user(m):
             out.user_calls += len(m.tool_calls)
         elif m.tool_result is not None and m.tool_result.error:
             if m.tool_result.requestor == "user":

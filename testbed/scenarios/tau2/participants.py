@@ -17,7 +17,7 @@ from testbed.control_tokens import ControlTokens
 from testbed.loop.participants import FLIPPED, ChatView, TurnSampling
 from testbed.scenarios.tau2.user_framings import FLIPPED_MODES, TAU2_USER_MODES, customer_words, frame
 from testbed.specs.loader import ResolvedAgent
-from testbed.transcript import Message, Transcript
+from testbed.transcript import Message, Transcript, is_system
 
 
 def _own_tool_traffic(m: Message, side: str) -> bool:
@@ -32,7 +32,7 @@ def assistant_view(tokens: ControlTokens) -> ChatView:
     neutralise = tokens.neutralise
 
     def convert(m: Message) -> dict[str, Any] | None:
-        if m.role == "system":
+        if is_system(m):
             return m.as_chat()
         if m.spoken or _own_tool_traffic(m, "assistant"):
             return m.as_chat(neutralise(m.content))

@@ -57,6 +57,7 @@ from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.domains import tau2_registry
 from testbed.scenarios.tau2.reference_records import record_trajectory, termination_of
 from testbed.scenarios.tau2.trajectory import GREETING, to_tau2
+from testbed.transcript import is_assistant, is_tool
 
 tau2_registry()
 
@@ -136,7 +137,7 @@ class EpisodeOrchestrator(Orchestrator):
             raise EpisodeCancelled()
         index, began = len(self.trajectory), time.perf_counter()
         super().step()
-        if len(self.trajectory) > index and self.trajectory[index].role != "tool":
+        if len(self.trajectory) > index and not is_tool(self.trajectory[index]):
             self.latency_s[index] = time.perf_counter() - began
 
 
@@ -144,7 +145,7 @@ def opening_task(episode: ToolEpisode) -> Task:
     """The task τ²'s orchestrator is given: the episode's opening as its message history (none when the opening is
     τ²'s greeting alone, which τ² then writes itself)."""
     history = to_tau2(episode.transcript.messages)
-    greeting_only = len(history) == 1 and history[0].role == "assistant" and history[0].content == GREETING
+    greeting_only = len(history) == 1 and is_assistant(history[0]) and history[0].content == GREETING
     initial = None if greeting_only or not history else InitialState(message_history=history)
     return Task(id=EPISODE_TASK_ID, user_scenario=UserScenario(instructions=episode.user.prompt), initial_state=initial)
 

@@ -18,7 +18,7 @@ from testbed.frameworks.tool_episode import ToolEpisode
 from testbed.loop.orchestrator import TerminationReason
 from testbed.scenarios.tau2.evaluation import TAU2_TERMINATION
 from testbed.scenarios.tau2.trajectory import from_tau2
-from testbed.transcript import Message, Usage
+from testbed.transcript import USER, Message, Usage, is_assistant, is_tool
 
 ERRORS = ("agent_error", "user_error")
 """τ²'s terminations that say a side broke its communication protocol: the episode's error, never a score."""
@@ -30,7 +30,7 @@ def sampling_of(side: Side, role: str) -> dict[str, Any]:
     out: dict[str, Any] = {"temperature": s.temperature, "max_tokens": s.max_tokens, "top_p": s.top_p}
     if s.seed is not None:
         out["seed"] = s.seed
-    return {**out, "mode": "instructed"} if role == "user" else out
+    return {**out, "mode": "instructed"} if role == USER else out
 
 
 def generated_message(message: Message, tau2_message: Any, side: Side, latency_s: float) -> Message:
@@ -55,14 +55,14 @@ def record_trajectory(episode: ToolEpisode, trajectory: list[Any], opened: int, 
     batch: list[Message] = []
     for index in range(opened, len(trajectory)):
         message = converted[index]
-        if message.role == "tool":
+        if is_tool(message):
             batch.append(message)
-            if index + 1 == len(trajectory) or converted[index + 1].role != "tool":
+            if index + 1 == len(trajectory) or not is_tool(converted[index + 1]):
                 episode.desk.errors += sum(m.tool_result.error for m in batch)
                 episode.record_results(batch)
                 batch = []
             continue
-        side = pair.assistant if message.role == "assistant" else pair.user
+        side = pair.assistant if is_assistant(message) else pair.user
         episode.record(generated_message(message, trajectory[index], side, latency_s.get(index, 0.0)))
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from testbed.backends.base import Backend
 from testbed.loop.participants import TurnSampling
 from testbed.specs.loader import ResolvedAgent
-from testbed.transcript import Message, Transcript, Usage
+from testbed.transcript import Message, Transcript, Usage, is_assistant, is_user
 
 STOP, TRANSFER = "###STOP###", "###TRANSFER###"
 """τ²'s user signals: the conversation is over (done, or given up), or the customer was transferred to a human."""
@@ -196,8 +196,8 @@ def conversation_so_far(transcript: Transcript, speaker: str) -> tuple[str, list
     """The agent's last spoken words, and what the scripted user (`speaker`) has said so far: the user turns of a
     task's message history are not its own, so after them it still states its request."""
     said = [m for m in transcript.dialogue() if m.content]
-    heard = next((m.content for m in reversed(said) if m.role == "assistant"), "")
-    return heard, [m.content for m in said if m.role == "user" and m.speaker == speaker]
+    heard = next((m.content for m in reversed(said) if is_assistant(m)), "")
+    return heard, [m.content for m in said if is_user(m) and m.speaker == speaker]
 
 
 @dataclass

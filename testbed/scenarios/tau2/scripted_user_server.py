@@ -22,6 +22,7 @@ from aiohttp import web
 from testbed.backends.base import BackendError, BackendUnavailable, Capabilities, Completion, GenerateRequest
 from testbed.scenarios.tau2.scripted_user import BACKEND, UserScript
 from testbed.specs.registries import BackendEntry
+from testbed.transcript import SPOKEN_ROLES, USER
 
 ONLY_TAU2 = (f"backend {BACKEND} is the scripted τ² user: it plays the user of a τ² scenario (kind: tau2) only; "
              "use a model agent elsewhere")
@@ -37,8 +38,8 @@ def _text(content: Any) -> str:
 def agents_last_words(messages: list[dict[str, Any]]) -> str:
     """From a framework's role-flipped user view: the agent's last words (the last message with text, when it is the
     agent's, role `user`)."""
-    said = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant") and _text(m.get("content"))]
-    return _text(said[-1].get("content")) if said and said[-1].get("role") == "user" else ""
+    said = [m for m in messages if isinstance(m, dict) and m.get("role") in SPOKEN_ROLES and _text(m.get("content"))]
+    return _text(said[-1].get("content")) if said and said[-1].get("role") == USER else ""
 
 
 class EpisodeUser:

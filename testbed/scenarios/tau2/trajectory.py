@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from testbed.frameworks.tool_desk import ENVIRONMENT
-from testbed.transcript import Message, ToolCall, ToolResult
+from testbed.transcript import Message, ToolCall, ToolResult, is_system, is_tool
 
 SCRIPTED = "tau2"
 """The speaker of messages the task wrote rather than a model (τ²'s greeting, a task's message history)."""
@@ -19,7 +19,7 @@ def from_tau2(messages: list[Any], first_turn: int) -> list[Message]:
     out: list[Message] = []
     for m in messages:
         turn = first_turn + len(out)
-        if m.role == "tool":
+        if is_tool(m):
             out.append(Message("tool", m.content or "", ENVIRONMENT, turn,
                                tool_result=ToolResult(m.id, _call_name(out, m.id), m.requestor, bool(m.error))))
             continue
@@ -54,9 +54,9 @@ def to_tau2(messages: list[Message]) -> list[Any]:
     skipped = {m.tool_result.call_id for m in messages if m.tool_result is not None and m.speaker != ENVIRONMENT}
     out: list[Any] = []
     for m in messages:
-        if m.role == "system":
+        if is_system(m):
             continue
-        if m.role == "tool":
+        if is_tool(m):
             if m.tool_result is not None and m.tool_result.call_id not in skipped:
                 out.append(ToolMessage(id=m.tool_result.call_id, role="tool", content=m.content,
                                        requestor=m.tool_result.requestor, error=m.tool_result.error))

@@ -48,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.transcript import Message
+from testbed.transcript import Message, is_assistant, is_tool, is_user
 
 FAULT_KINDS = ("premature_stop", "revealed_early", "invented_fact", "ungrounded_device_claim", "role_drift")
 """Every kind of simulated-user fault, in the order reports show them."""
@@ -181,7 +181,7 @@ def detect_faults(task: Any, messages: list[Message], termination: str,
     seen: list[Message] = []
     revealed: set[str] = set()
     for m in messages:
-        if m.role == "user" and m.spoken:
+        if is_user(m) and m.spoken:
             faults += _revealed(m, pieces, revealed, seen)
             faults += _invented(m, scenario, seen)
             if telecom:
@@ -200,8 +200,8 @@ def _key(text: str) -> str:
 
 def _user_saw(seen: Iterable[Message]) -> list[Message]:
     """What the user could read: spoken turns of either side, its own tool calls and their results."""
-    return [m for m in seen if m.spoken or (m.role == "user" and m.tool_calls)
-            or (m.role == "tool" and m.tool_result is not None and m.tool_result.requestor == "user")]
+    return [m for m in seen if m.spoken or (is_user(m) and m.tool_calls)
+            or (is_tool(m) and m.tool_result is not None and m.tool_result.requestor == "user")]
 
 
 def _said(message: Message) -> str:
@@ -209,14 +209,14 @@ def _said(message: Message) -> str:
 
 
 def _premature_stop(task: Any, messages: list[Message], termination: str) -> list[UserFault]:
-    users = [m for m in messages if m.role == "user" and m.spoken]
+    users = [m for m in messages if is_user(m) and m.spoken]
     criteria = task.evaluation_criteria
     if termination != "user_stop" or not users or criteria is None or not criteria.actions:
         return []
     calls = _executed_calls(messages)
-    if any(c.name == TRANSFER_TOOL for m in messages if m.role == "assistant" for c in m.tool_calls):
+    if any(c.name == TRANSFER_TOOL for m in messages if is_assistant(m) for c in m.tool_calls):
         return []
-    last_words = [m.content for m in messages if m.role == "assistant" and m.spoken][-2:]
+    last_words = [m.content for m in messages if is_assistant(m) and m.spoken][-2:]
     if any(REFUSAL.search(words) for words in last_words):
         return []
     undone = [a.name for a in criteria.actions if not any(a.compare_with_tool_call(c) for c in calls)]
@@ -227,13 +227,13 @@ def _executed_calls(messages: list[Message]) -> list[Any]:
     """Every tool call answered without an error, as τ²'s ToolCall (arguments parsed), for its action check."""
     from tau2.data_model.message import ToolCall as Tau2Call
 
-    ok = {m.tool_result.call_id for m in messages if m.role == "tool" and m.tool_result is not None and not m.tool_result.error}
+    ok = {m.tool_result.call_id for m in messages if is_tool(m) and m.tool_result is not None and not m.tool_result.error}
     out = []
     for m in messages:
         for c in m.tool_calls:
             arguments = c.parsed_arguments()
             if c.id in ok and arguments is not None:
-                requestor = "user" if m.role == "user" else "assistant"
+                requestor = "user" if is_user(m) else "assistant"
                 out.append(Tau2Call(id=c.id, name=c.name, arguments=arguments, requestor=requestor))
     return out
 
@@ -274,7 +274,7 @@ def _kind_of(token: str, sentence: str) -> str:
 
 def _revealed(turn: Message, pieces: list[KnownPiece], revealed: set[str], seen: list[Message]) -> list[UserFault]:
     text = _key(turn.content)
-    asked = " ".join(m.content for m in seen if m.role == "assistant" and m.spoken)
+    asked = " ".join(m.content for m in seen if is_assistant(m) and m.spoken)
     out = []
     for p in pieces:
         said = _says_name(turn.content, p.value) if p.kind == "name" else p.key in text
@@ -346,7 +346,7 @@ def _shown_state(topic: DeviceTopic, result: str) -> str | None:
 
 def _device_claims(turn: Message, scenario: str, seen: list[Message]) -> list[UserFault]:
     stated = {topic.name for topic, _, _ in _claims(scenario)}
-    results = [m for m in seen if m.role == "tool" and m.tool_result is not None and m.tool_result.requestor == "user"
+    results = [m for m in seen if is_tool(m) and m.tool_result is not None and m.tool_result.requestor == "user"
                and not m.tool_result.error]
     out = []
     for topic, value, phrase in _claims(turn.content):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from testbed.specs.tau2 import Tau2UserMode
+from testbed.transcript import is_user
 
 TAU2_USER_MODES: tuple[str, ...] = get_args(Tau2UserMode)
 """Every framing a τ² scenario's `user_modes` may name (testbed.specs.tau2.Tau2UserMode)."""
@@ -93,7 +94,7 @@ def frame(mode: str, prompt: str, view: list[dict[str, Any]], tools: list[dict[s
         stop = {"stop": [f"\n{AGENT_LABEL}:"]}
         if not can_continue:
             return UserRequest([system, {"role": "user", "content": f"{text}\n\n{CUSTOMER_LABEL}:"}], False, None, stop)
-        opener = OPENER if not any(m["role"] == "user" for m in view) else ""
+        opener = OPENER if not any(is_user(m) for m in view) else ""
         reply = {"role": "assistant", "content": f"{CUSTOMER_LABEL}: {opener}" if opener else f"{CUSTOMER_LABEL}:"}
         return UserRequest([system, {"role": "user", "content": text}, reply], True, None, stop, opener)
     if mode == "oneshot":
