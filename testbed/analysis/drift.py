@@ -17,12 +17,13 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import CONDITIONS, judge_labels
+from testbed.analysis.frames import CONDITIONS, run_frames
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.store import Store
 from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
 GROUP = CONDITIONS
 """The conditions an episode was generated under: the columns drift is compared across."""
@@ -148,8 +149,14 @@ def run_drift(store: Store, run_id: str, identity: JudgeIdentity) -> pd.DataFram
     """`drift_onsets` for a stored run under one judge's labels, with each episode's conditions
     (assistant_model, user_model, dataset, user_mode, temperature, perturbation) joined on, so that
     drift can be grouped by model or scenario. Episodes without a generated user turn are left out."""
-    onsets = drift_onsets(judge_labels(store, run_id, identity), turns_frame(store, run_id))
-    return onsets.merge(episode_conditions(store, run_id), on="episode_id", how="left")
+    return frames_drift(run_frames(store, run_id, identity))
+
+
+def frames_drift(frames: RunFrames) -> pd.DataFrame:
+    """`run_drift` of a run's frames under their judge: its labels, turns and episodes, each read once."""
+    onsets = drift_onsets(frames.labels, frames.turn_keys)
+    conditions = frames.episodes[["episode_id", *GROUP]].sort_values("episode_id", ignore_index=True)
+    return onsets.merge(conditions, on="episode_id", how="left")
 
 
 def episode_conditions(store: Store, run_id: str) -> pd.DataFrame:

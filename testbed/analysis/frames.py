@@ -1,31 +1,38 @@
-"""Episodes of a run as a pandas frame: one row per episode with its question and user turn."""
+"""Episodes of a run as a pandas frame: one row per episode with its question and user turn; a command's runs.
+
+A command reads each run once: it holds the run's `RunFrames` (testbed.store.run_frames) and hands it to every
+table it prints. Code that still names a run by (store, run_id) gets the command's one RunFrames of that run
+from `run_frames` inside a `shared_reads` block, and a fresh one outside it.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
 
 import pandas as pd
 
 from testbed.store import Store
-from testbed.store.frames import episode_ends_df, episodes_df
-from testbed.store.labels import labels_frame
 from testbed.store.records import CONDITIONS, JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
-__all__ = ["CONDITIONS", "episodes_frame", "judge_labels", "normalise", "shared_reads"]
+__all__ = ["CONDITIONS", "episode_table", "episodes_frame", "judge_labels", "normalise", "run_frames", "shared_reads"]
 
 _SHARED: ContextVar[dict | None] = ContextVar("shared_reads", default=None)
 
 
 @contextlib.contextmanager
 def shared_reads() -> Iterator[None]:
-    """Within the block, each run's `episodes_frame` and `judge_labels` are read from the store once.
+    """Within the block, each run is one `RunFrames` (`run_frames`), so its frames are read from the store once.
 
     A report prints several tables from the same frames; at study size each read takes a second or
     more, so the report's tables share them. Only inside the block: outside it every call reads
-    afresh, so a notebook never sees a stale frame.
+    afresh, so a notebook never sees a stale frame. A block inside another shares the outer one's runs.
     """
+    if _SHARED.get() is not None:
+        yield
+        return
     token = _SHARED.set({})
     try:
         yield
@@ -33,13 +40,15 @@ def shared_reads() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def _shared(key: tuple, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-    cache = _SHARED.get()
-    if cache is None:
-        return read()
-    if key not in cache:
-        cache[key] = read()
-    return cache[key].copy(deep=False)
+def run_frames(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> RunFrames:
+    """The run (full id) under `judge` as `RunFrames`: the `shared_reads` block's one per run, else a fresh one."""
+    shared = _SHARED.get()
+    if shared is None:
+        return RunFrames(store, run_id, judge)
+    key = (id(store), run_id)
+    if key not in shared:
+        shared[key] = RunFrames(store, run_id)
+    return shared[key].with_judge(judge)
 
 
 def normalise(text: str) -> str:
@@ -57,23 +66,28 @@ def normalise(text: str) -> str:
     return t[start:end]
 
 
-def episodes_frame(store: Store, run_id: str) -> pd.DataFrame:
-    """One row per episode: conditions, status, score, the question and the final user turn.
+def episode_table(frames: RunFrames) -> pd.DataFrame:
+    """One row per episode: conditions, status, score, the question and the final user turn; built once per run.
 
     The final user turn is the last generated user turn after the episode's last assistant
     message: in a probe, the one turn the simulated user wrote in reply to the answer.
     """
-    return _shared(("episodes", id(store), run_id), lambda: _episodes_frame(store, run_id))
+    return frames.derived("episode_table", lambda: _episode_table(frames))
+
+
+def episodes_frame(store: Store, run_id: str) -> pd.DataFrame:
+    """`episode_table` of a run named by id (shared within `shared_reads`)."""
+    return episode_table(run_frames(store, run_id))
 
 
 def judge_labels(store: Store, run_id: str, who: JudgeIdentity) -> pd.DataFrame:
-    """`testbed.store.labels.labels_frame`, shared by the tables of a report (`shared_reads`)."""
-    return _shared(("labels", id(store), run_id, who), lambda: labels_frame(store, run_id, who))
+    """`testbed.store.labels.labels_frame` of a run named by id (`RunFrames.labels`, shared within `shared_reads`)."""
+    return run_frames(store, run_id, who).labels
 
 
-def _episodes_frame(store: Store, run_id: str) -> pd.DataFrame:
-    episodes = episodes_df(store, run_id, exact=True)
-    ends = episode_ends_df(store, run_id, exact=True)
+def _episode_table(frames: RunFrames) -> pd.DataFrame:
+    episodes = frames.episodes
+    ends = frames.episode_ends
     typed = bool(len(ends))
     question = ends.loc[ends.question.notna(), ["episode_id", "question"]].astype({"question": "str"} if typed else {})
     final_user = ends.loc[ends.user_turn_index.notna(), ["episode_id", "user_turn", "user_turn_tokens", "user_turn_index"]]

@@ -26,6 +26,7 @@ from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, lo
 from testbed.specs.registries import FRAMEWORKS, default_framework, kind_views
 from testbed.store import JudgeIdentity, Store
 from testbed.store.labels import DEFAULT_JUDGE, default_identity
+from testbed.store.run_frames import RunFrames
 
 class FrameworkFailed(BackendError):
     """A framework's run, or the judging of it, failed for good: `framework` names which, `reason` is the backend's.
@@ -194,13 +195,15 @@ def shown_identity(store: Store, run: FrameworkRun) -> JudgeIdentity:
 
 
 def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun], baselines: dict[str, str] | None = None) -> Comparison:
-    """The comparison of runs already made and labelled (one per framework); `baselines` row → its scripted-user run."""
-    from testbed.analysis.reports.compare import compare_frameworks
+    """The comparison of runs already made and labelled (one per framework); `baselines` row → its scripted-user run.
+    Each run is read once, as one `RunFrames` under the labeller its row shows."""
+    from testbed.analysis.reports.compare import compare_runs
     from testbed.analysis.wire_shape import compare_requests
 
     run_ids = {r.framework: r.summary.run_id for r in runs}
     labellers = {r.framework: shown_identity(store, r) for r in runs}
-    frame = compare_frameworks(store, run_ids, labellers, baselines or {})
+    frames = {framework: RunFrames(store, run_id, labellers[framework]) for framework, run_id in run_ids.items()}
+    frame = compare_runs(frames, {row: RunFrames(store, run_id) for row, run_id in (baselines or {}).items()})
     episode, shapes = compare_requests(store, run_ids)
     return Comparison(scenario, runs, frame, episode, shapes, labellers, dict(baselines or {}))
 

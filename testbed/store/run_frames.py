@@ -16,15 +16,19 @@ layers derive from these (a report's episode table) are kept with `derived`, onc
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
 
 from testbed.store.frames import EPISODE_COLUMNS, JUDGE_COLUMNS, TURN_COLUMNS, episode_ends_df, episodes_df, messages_df
 from testbed.store.labels import LABEL_COLUMNS, labels_frame
+from testbed.store.reader import episode_turns
 from testbed.store.records import JudgeIdentity, RunRecord
 from testbed.store.sqlite_store import Store
 from testbed.store.user_faults import FAULT_COLUMNS, faults_df
+from testbed.transcript import SYSTEM, TOOL_CALLS_COLUMN
 
 __all__ = ["FAULT_COLUMNS", "REWARD_COLUMNS", "RunFrames"]
 
@@ -98,8 +102,13 @@ class RunFrames:
         return self._frame("turns", self._read_turns)
 
     def _read_turns(self) -> pd.DataFrame:
+        """The turns `Store.turns` gives (errored episodes too), taken from `messages` rather than read again."""
+        messages = self.messages
+        spoken = messages.loc[messages.role != SYSTEM, ["episode_id", "turn_index", "role", "speaker", "content", TOOL_CALLS_COLUMN]]
+        rows = spoken.astype(object).where(spoken.notna(), None).to_dict("records")
         turns = pd.DataFrame([(t.episode_id, t.turn_index, t.question, t.answer, t.user_turn)
-                              for t in self.store.turns(self.run_id, include_errored=True)], columns=TURN_COLUMNS)
+                              for eid, group in groupby(rows, key=itemgetter("episode_id"))
+                              for t in episode_turns(eid, list(group))], columns=TURN_COLUMNS)
         turns = turns.astype({"turn_index": "int64"})
         return turns.merge(self.episodes[["episode_id", *EPISODE_COLUMNS]], on="episode_id", how="left")
 

@@ -6,6 +6,7 @@ import math
 
 from testbed.analysis.reports.compare_render import COLUMNS, columns_for, comparison_text
 from testbed.analysis.reports.compare import compare_frameworks, paired_with_native
+from testbed.store.run_frames import RunFrames
 from testbed.analysis.wire_shape import request_shape
 from testbed.store import EpisodeKey, EpisodeOutcome, Store, WireRecord
 from testbed.transcript import Message
@@ -38,7 +39,7 @@ def test_turns_are_paired_by_position_and_a_turn_only_one_side_has_differs(tmp_p
         "native": {"e1": conversation("Thanks!", "Why 5?"), "e2": conversation("ok"), "e3": conversation("only native")},
         "autogen": {"e1": conversation("thanks", "Why five?"), "e2": conversation("ok", "and 6?")},
     })
-    paired = paired_with_native(store, "native", "autogen", None, None)
+    paired = paired_with_native(RunFrames(store, "native"), RunFrames(store, "autogen"))
     assert paired["paired_episodes"] == 2 and paired["paired_turns"] == 4
     assert paired["turns_differ"] == 0.5, "e1: 'Thanks!' ~ 'thanks' same, 'Why 5?' differs; e2: 'ok' same, 'and 6?' unpaired"
     assert math.isnan(paired["followup_change"])

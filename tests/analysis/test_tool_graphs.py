@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from testbed.analysis.drift import drift_onsets, judge_labels, turns_frame
+from testbed.analysis.drift import drift_onsets, turns_frame
+from testbed.analysis.frames import judge_labels
 from testbed.analysis.graphs import episode_graph, episode_messages, message_dict, read_graphml, write_graphml
 from testbed.analysis.figures.run_graphs import draw_run_graphs
 from testbed.store import Store

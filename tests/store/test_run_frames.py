@@ -7,7 +7,8 @@ import pytest
 
 import test_frames
 from test_frames import LLM, LOCAL, RUN
-from testbed.store.frames import episodes_df, labels_df, messages_df, turns_df
+from testbed.store.frames import TURN_COLUMNS, episodes_df, labels_df, messages_df, turns_df
+from testbed.store import Store
 from testbed.store.run_frames import FAULT_COLUMNS, REWARD_COLUMNS, RunFrames
 
 filled = test_frames.filled
@@ -64,3 +65,15 @@ def test_without_a_judge_or_a_run_the_frames_are_empty_with_their_columns(filled
     assert missing.run is None and missing.kind is None and missing.episodes.empty and missing.turns.empty
     assert list(missing.rewards.columns) == REWARD_COLUMNS and list(missing.faults.columns) == FAULT_COLUMNS
     assert RunFrames(filled, RUN).kind == "dialogue"
+
+
+def test_turns_taken_from_the_messages_are_the_stores_turns_for_every_shape(tmp_path, store):
+    from test_large_run_reads import RUN as BIG, filled as big
+    from tool_episode import RUN as TOOLS, build_tool_store
+
+    big(store)
+    tools = Store(build_tool_store(tmp_path))
+    for db, run in ((store, BIG), (tools, TOOLS)):
+        given = RunFrames(db, run).turns[TURN_COLUMNS]
+        read = [(t.episode_id, t.turn_index, t.question, t.answer, t.user_turn) for t in db.turns(run, include_errored=True)]
+        assert list(given.itertuples(index=False, name=None)) == read and len(read) > 1

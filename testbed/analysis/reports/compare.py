@@ -4,6 +4,9 @@ Episode ids do not depend on the framework (they hash the scenario's conditions)
 in two runs is the same item, user mode, temperature and sample: the paired difference compares
 exactly those episodes, turn by turn (`shared_episodes`). The runs' kind adds its own cells through its views
 (testbed.specs.kind_views: `compare_cells`, `compare_paired`, `simulator_gap`), and its renderers their columns.
+
+Each run is one `RunFrames` (testbed.store.run_frames), read once: the baseline's turns, read for its own row,
+are the same frames every other row is paired with.
 """
 
 from __future__ import annotations
@@ -13,12 +16,11 @@ from collections import Counter
 
 import pandas as pd
 
-from testbed.analysis.drift import drift_summary, run_drift
+from testbed.analysis.drift import drift_summary, frames_drift
 from testbed.analysis.frames import normalise
 from testbed.analysis.stats import wilson_interval
 from testbed.specs.registries import FRAMEWORKS, kind_views
 from testbed.store import JudgeIdentity, Store
-from testbed.store.frames import episodes_df, messages_df, turns_df
 from testbed.store.run_frames import RunFrames
 
 LABEL_MIX_TOP = 3
@@ -29,28 +31,28 @@ def _share(hits: int, n: int) -> tuple[float, float, float]:
     return (hits / n if n else math.nan, lo, hi)
 
 
-def _user_turns(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    frame = turns_df(store, run_id, judge, exact=True)
+def _user_turns(run: RunFrames) -> pd.DataFrame:
+    frame = run.judged_turns
     return frame[frame.status == "done"].sort_values(["episode_id", "turn_index"])
 
 
-def framework_row(store: Store, framework: str, run_id: str, judge: JudgeIdentity | None) -> dict:
-    """One framework's run, measured: counts, labels with 95 % intervals, drift, stops, tokens and cost."""
-    episodes = episodes_df(store, run_id, exact=True)
-    turns = _user_turns(store, run_id, judge)
+def framework_row(run: RunFrames, framework: str) -> dict:
+    """One framework's run under its judge, measured: counts, labels with 95 % intervals, drift, stops, tokens and cost."""
+    judge, episodes = run.judge, run.episodes
+    turns = _user_turns(run)
     scored = turns[turns.judge_status == "scored"] if judge is not None else None
     followups = int((scored.judge_followup == 1).sum()) if scored is not None else 0
     rate, lo, hi = _share(followups, len(scored) if scored is not None else 0)
     labels = Counter(scored.judge_label.dropna()) if scored is not None else Counter()
     scored = scored if scored is not None else turns.iloc[0:0]
     mix = {label: _share(n, len(scored)) for label, n in labels.most_common()}
-    drift = drift_summary(run_drift(store, run_id, judge)) if judge is not None and len(scored) else None
-    messages = messages_df(store, run_id, exact=True)
+    drift = drift_summary(frames_drift(run)) if judge is not None and len(scored) else None
+    messages = run.messages
     made = messages[messages.sampling_json.notna() & messages.reused_from.isna()]
-    cost = store.run_cost(run_id) or (math.nan, math.nan)
+    cost = run.cost or (math.nan, math.nan)
     terminations = Counter(episodes[episodes.status == "done"].termination.dropna())
     return {
-        "framework": framework, "run_id": run_id,
+        "framework": framework, "run_id": run.run_id,
         "episodes": len(episodes), "errors": int((episodes.status == "error").sum()),
         "user_turns": len(turns), "scored_turns": len(scored),
         "followup_rate": rate, "followup_lo": lo, "followup_hi": hi,
@@ -66,11 +68,10 @@ def framework_row(store: Store, framework: str, run_id: str, judge: JudgeIdentit
     }
 
 
-def paired_with_native(store: Store, native_run: str, other_run: str, native_judge: JudgeIdentity | None,
-                       other_judge: JudgeIdentity | None) -> dict:
+def paired_with_native(native: RunFrames, other: RunFrames) -> dict:
     """On the episodes both runs finished: the share of user turns that differ (by position; a turn only one side
-    has differs) with a 95 % interval, and the change in follow-up rate over the same episodes."""
-    mine, theirs = _user_turns(store, other_run, other_judge), _user_turns(store, native_run, native_judge)
+    has differs) with a 95 % interval, and the change in follow-up rate over the same episodes (each under its judge)."""
+    mine, theirs = _user_turns(other), _user_turns(native)
     shared = shared_episodes(mine.episode_id, theirs.episode_id)
     differ = total = 0
     for eid in shared:
@@ -80,7 +81,7 @@ def paired_with_native(store: Store, native_run: str, other_run: str, native_jud
         differ += sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
     share, lo, hi = _share(differ, total)
     change = math.nan
-    if other_judge is not None and native_judge is not None:
+    if other.judge is not None and native.judge is not None:
         rates = []
         for frame in (mine, theirs):
             kept = frame[frame.episode_id.isin(shared) & (frame.judge_status == "scored")]
@@ -103,36 +104,42 @@ def baseline_of(frameworks) -> str | None:
 
 def compare_frameworks(store: Store, runs: dict[str, str], judges: dict[str, JudgeIdentity | None],
                        baselines: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per framework (in the order given); `runs` and `judges` map each framework to its run and labeller.
+    """`compare_runs` of runs named by id: `runs` and `judges` map each framework to its run and labeller, `baselines`
+    a row to its assistant's run with the kind's reference user."""
+    frames = {framework: RunFrames(store, run_id, judges.get(framework)) for framework, run_id in runs.items()}
+    return compare_runs(frames, {row: RunFrames(store, run_id) for row, run_id in (baselines or {}).items()})
+
+
+def compare_runs(runs: dict[str, RunFrames], references: dict[str, RunFrames] | None = None) -> pd.DataFrame:
+    """One row per framework (in the order given), each measured on its run's frames under its labeller.
     Every framework but the baseline (`baseline_of`) is paired with it, when it is among them. When every run is of
-    one kind, its views (`runs_views`) add their cells (τ²'s: the task outcomes, the simulated user's faults and the
-    paired reward); the other columns are the same for every kind. A row in `baselines` (row → its assistant's run
+    one kind, its views add their cells (τ²'s: the task outcomes, the simulated user's faults and the
+    paired reward); the other columns are the same for every kind. A row in `references` (row → its assistant's run
     with the kind's reference user) adds the kind's `simulator_gap`. The frame's `attrs["kind"]` names the kind, so
     its renderers ask the same views for the columns."""
     rows = []
-    base, kind = baseline_of(runs), runs_kind(store, runs.values())
+    base, kind = baseline_of(runs), runs_kind(runs.values())
     views = kind_views(kind)
-    for framework, run_id in runs.items():
-        frames = RunFrames(store, run_id, judges.get(framework))
-        row = framework_row(store, framework, run_id, judges.get(framework))
+    for framework, run in runs.items():
+        row = framework_row(run, framework)
         if views.compare_cells is not None:
-            row.update(views.compare_cells(frames))
+            row.update(views.compare_cells(run))
         if base is not None and framework != base:
-            row.update(paired_with_native(store, runs[base], run_id, judges.get(base), judges.get(framework)))
+            row.update(paired_with_native(runs[base], run))
             if views.compare_paired is not None:
-                row.update(views.compare_paired(frames, RunFrames(store, runs[base])))
-        if baselines and framework in baselines and views.simulator_gap is not None:
-            row.update(views.simulator_gap(frames, RunFrames(store, baselines[framework])))
+                row.update(views.compare_paired(run, runs[base]))
+        if references and framework in references and views.simulator_gap is not None:
+            row.update(views.simulator_gap(run, references[framework]))
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame.attrs["kind"] = kind
     return frame
 
 
-def runs_kind(store: Store, run_ids) -> str | None:
-    """The scenario kind every run is of (a comparison's runs are one scenario's); None when they differ, one is
-    missing, or there are none."""
-    kinds = {r.kind if r is not None else None for r in (store.find_run(run_id) for run_id in run_ids)}
+def runs_kind(runs) -> str | None:
+    """The scenario kind every run (`RunFrames`) is of (a comparison's runs are one scenario's); None when they
+    differ, one is missing, or there are none."""
+    kinds = {run.kind for run in runs}
     return kinds.pop() if len(kinds) == 1 else None
 
 
