@@ -324,3 +324,19 @@ def generated_user_turns(messages: Iterable[M]) -> list[M]:
     `role` attribute or key (dicts, sqlite rows, pandas rows); the matching ones are returned as given.
     """
     return GENERATED_TURNS.select(messages)
+
+
+def request_message(messages: Iterable[M]) -> M | None:
+    """The episode's request: its first user message that calls no tool (the dataset's question, τ²'s reason for the
+    call), what the conversation is about and what a judge reads each user turn against. `messages` are one episode's
+    in turn order, in any form `role_of` reads; the match is returned as given, None when there is none.
+
+    The testbed's one definition of the request: the store's SQL form is `testbed.store.generated_turns.request_sql`.
+    """
+    return next((m for m in messages if is_user(m) and not _calls_tools(m)), None)
+
+
+def request_text(messages: Iterable[Any]) -> str:
+    """The text of the episode's request (`request_message`), empty when it has none."""
+    request = request_message(messages)
+    return "" if request is None else _field(request, "content")

@@ -8,7 +8,7 @@ fields it sent. `compare` puts these side by side for the same turn of the same 
 from __future__ import annotations
 
 from testbed.store import Store, WireRecord
-from testbed.transcript import SYSTEM, Message, is_user
+from testbed.transcript import SYSTEM, Message, is_user, request_text
 
 EXCERPT = 70
 
@@ -27,7 +27,7 @@ def request_shape(record: WireRecord, transcript: list[Message]) -> dict:
     sent = record.messages
     own = {m.content.strip() for m in transcript
            if m.role == record.role and m.turn_index < (record.turn_index or 0) and m.sampling is not None and m.content.strip()}
-    task = next((m.content.strip() for m in transcript if is_user(m)), "")
+    task = request_text(transcript).strip()
     if is_user(record):
         own.add(task)
     own_roles = sorted({_tag(m) for m in sent if str(m.get("content") or "").strip() in own})

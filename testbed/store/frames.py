@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from testbed.store.generated_turns import generated_turn_mask, opening_role_sql, user_role_sql
+from testbed.store.generated_turns import generated_turn_mask, opening_role_sql, request_sql, user_role_sql
 from testbed.store.labels import latest_labels_frame, resolve_identity
 from testbed.store.reader import EPISODE_ORDER
 from testbed.store.records import CONDITIONS, JudgeIdentity
@@ -63,7 +63,7 @@ def messages_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFrame:
 def episode_ends_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFrame:
     """One row per episode with messages: its request and its final user turn, aggregated in SQL.
 
-    Columns: episode_id; `question`, the first user message; `user_turn`, `user_turn_tokens` and
+    Columns: episode_id; `question`, the request (`testbed.transcript.request_message`); `user_turn`, `user_turn_tokens` and
     `user_turn_index`, the last user message when it comes after the last assistant message (so a
     generated user turn, `testbed.transcript.generated_user_turns`), else NULL. What a probe report
     needs of each transcript, without reading every message of a large run into memory.
@@ -74,11 +74,11 @@ def episode_ends_df(store: Store, run: str, *, exact: bool = False) -> pd.DataFr
 
 _EPISODE_ENDS = f"""SELECT s.episode_id, q.content AS question, u.content AS user_turn,
        u.completion_tokens AS user_turn_tokens, u.turn_index AS user_turn_index
-FROM (SELECT episode_id, MIN(CASE WHEN role='user' THEN turn_index END) AS first_user,
+FROM (SELECT episode_id, MIN(CASE WHEN {request_sql()} THEN turn_index END) AS request,
              MAX(CASE WHEN {user_role_sql()} THEN turn_index END) AS last_user,
              MAX(CASE WHEN {opening_role_sql()} THEN turn_index END) AS last_answer
       FROM messages WHERE run_id=? GROUP BY episode_id) s
-LEFT JOIN messages q ON q.run_id=? AND q.episode_id=s.episode_id AND q.turn_index=s.first_user
+LEFT JOIN messages q ON q.run_id=? AND q.episode_id=s.episode_id AND q.turn_index=s.request
 LEFT JOIN messages u ON u.run_id=? AND u.episode_id=s.episode_id AND u.turn_index=s.last_user AND s.last_user > s.last_answer
 ORDER BY s.episode_id"""
 

@@ -1,4 +1,5 @@
-"""The store's forms of `testbed.transcript.GENERATED_TURNS`: SQL over the messages table, and a mask over its frame.
+"""The store's forms of `testbed.transcript.GENERATED_TURNS` (SQL over the messages table, and a mask over its frame)
+and of the episode's request (`testbed.transcript.request_message`).
 
 Queries and frames that pick generated user turns build their conditions here, from the rule's
 declared roles, so they select exactly the turns `generated_user_turns` selects and follow the rule
@@ -11,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from testbed.transcript import GENERATED_TURNS, TOOL_CALLS_COLUMN, GeneratedTurnRule
+from testbed.transcript import GENERATED_TURNS, TOOL_CALLS_COLUMN, USER, GeneratedTurnRule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,6 +47,13 @@ def unscripted_sql(column: str = "speaker", rule: GeneratedTurnRule = GENERATED_
     if bad:
         raise ValueError(f"scripted speakers must be lower-case names, got {list(rule.scripted_speakers)!r}")
     return f"{column} NOT IN ({', '.join(repr(s) for s in rule.scripted_speakers)})"
+
+
+def request_sql(table: str = "") -> str:
+    """SQL that is true where a message is a candidate for its episode's request (`testbed.transcript.request_message`:
+    a user message calling no tool); the request is the one with the lowest turn index. `table` prefixes the columns."""
+    prefix = f"{table}." if table else ""
+    return f"{role_in(prefix + 'role', (USER,))} AND {prefix}{TOOL_CALLS_COLUMN} IS NULL"
 
 
 def generated_turn_keys_sql(*, finished_only: bool, rule: GeneratedTurnRule = GENERATED_TURNS) -> str:

@@ -21,7 +21,7 @@ from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.store.tool_messages import tool_fields
-from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns, is_assistant, is_user
+from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns, is_assistant, request_text
 
 EPISODE_STATUSES = ("done", "error")
 """Every status an episode can be stored with (the schema's CHECK): `episode_counts` always has both."""
@@ -77,12 +77,12 @@ def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
     """The generated user turns of one episode's messages (in turn order), each with its context.
 
     Which turns count is `testbed.transcript.generated_user_turns`; the context is the episode's
-    first user message (the request) and the latest assistant message before the turn; messages that call
+    request (`testbed.transcript.request_message`) and the latest assistant message before the turn; messages that call
     tools are neither (tool results are no message of either side).
     """
     generated = {m["turn_index"] for m in generated_user_turns(messages)}
     spoken = [m for m in messages if m["role"] in SPOKEN_ROLES and not _calls(m)]
-    question = next((m["content"] for m in spoken if is_user(m)), "")
+    question = request_text(spoken)
     out, answer = [], ""
     for m in spoken:
         if is_assistant(m):
