@@ -121,7 +121,7 @@ class FrameworkEntry:
 
 @dataclass(frozen=True)
 class ReportEntry:
-    """A report: `build(store, run_id, judge) -> DataFrame`, one row per condition group of a run.
+    """A report: `build(run) -> DataFrame` from the run's `RunFrames` under its judge, one row per condition group.
 
     A scenario kind names the report its runs get (ScenarioKindEntry.report); several kinds can share one.
     `options` names the keyword arguments `build` also takes (`errored_as` for reports with rewards), so a command

@@ -20,6 +20,7 @@ from testbed.store import EpisodeKey, EpisodeOutcome  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
 from testbed.transcript import Message  # noqa: E402
+from testbed.store.run_frames import RunFrames
 
 WHO = JudgeIdentity("local", "v1")
 
@@ -72,7 +73,7 @@ async def test_turn_faults_name_the_user_turn_and_its_evidence_and_a_judge_adds_
 
 async def test_the_tau2_report_gives_each_kinds_rate_and_the_failed_share_with_a_fault(run):
     store, run_id = run
-    (row,) = tau2_report(store, run_id, None).to_dict("records")
+    (row,) = tau2_report(RunFrames(store, run_id, None)).to_dict("records")
     assert (row["fault_episodes"], row["failed_episodes"]) == (2, 1)
     assert row["fault_premature_stop"] == row["fault_invented_fact"] == row["fault_any"] == 0.5
     assert (row["fault_premature_stop_lo"], row["fault_premature_stop_hi"]) == pytest.approx(wilson_interval(1, 2))
@@ -82,7 +83,7 @@ async def test_the_tau2_report_gives_each_kinds_rate_and_the_failed_share_with_a
     assert (row["failed_with_fault_lo"], row["failed_with_fault_hi"]) == pytest.approx(wilson_interval(1, 1))
     assert row["reward"] == 0.5 and row["episodes"] == 2, "the existing columns stay"
     write_labels(store, run_id, WHO, [])
-    (judged,) = tau2_report(store, run_id, WHO).to_dict("records")
+    (judged,) = tau2_report(RunFrames(store, run_id, WHO)).to_dict("records")
     assert judged["fault_role_drift"] == 0.0
 
 
@@ -99,5 +100,5 @@ def test_an_unknown_task_is_unchecked_and_an_errored_episode_failed(store):
     assert not frame.loc["e0", "checked"] and not frame.loc["e0", "any_fault"] and frame.loc["e0", "failed"]
     assert frame.loc["e1", "checked"] and frame.loc["e1", "failed"] and frame.loc["e1", "invented_fact"]
     assert list(turn_faults(store, "r").itertuples(index=False, name=None)) == [("e1", 1, "invented_fact", "QQ12WW")]
-    (row,) = tau2_report(store, "r", None).to_dict("records")
+    (row,) = tau2_report(RunFrames(store, "r", None)).to_dict("records")
     assert row["fault_episodes"] == 0 and row["fault_any"] != row["fault_any"], "errored and unchecked episodes are no evidence"

@@ -19,6 +19,7 @@ from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward
 from testbed.store.labels import JudgeIdentity, write_labels
 from testbed.store.records import LabelRow
 from testbed.transcript import Message, ToolCall, ToolResult
+from testbed.store.run_frames import RunFrames
 
 WHO = JudgeIdentity("local", "v1")
 
@@ -65,7 +66,7 @@ def run(store):
 
 
 def by_temperature(store, judge=None):
-    return tau2_report(store, "r", judge).set_index("temperature")
+    return tau2_report(RunFrames(store, "r", judge)).set_index("temperature")
 
 
 def test_rewards_successes_and_their_intervals(run):
@@ -87,7 +88,7 @@ def test_pass_hat_k_is_over_the_tasks_up_to_their_fewest_finished_trials(run):
     assert cool.pass_hat_2 == pytest.approx((1 / 3 + 0) / 2), "task-a: C(2,2)/C(3,2); task-b: C(1,2) = 0"
     assert cool.pass_hat_3 == 0.0
     assert (hot.pass_hat_1, hot.pass_hat_2, hot.pass_hat_3) == (0.0, 0.0, 0.0), "task-b's errored trial is a failed trial"
-    left_out = tau2_report(run, "r", None, errored_as="left-out").set_index("temperature").loc[1.0]
+    left_out = tau2_report(RunFrames(run, "r", None), errored_as="left-out").set_index("temperature").loc[1.0]
     assert math.isnan(left_out.pass_hat_3), "errored episodes left out: task-b has two finished trials, no pass^3"
 
 
@@ -111,7 +112,7 @@ def test_user_tool_columns_appear_only_when_a_user_called_a_tool(store):
     store.begin_run("r", scenario="s", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None, planned=1)
     key = EpisodeKey("e0", "task-a", "tau2-retail", "a", "m-a", "u", "m-u", "raw", 0.0, 0, "none")
     store.write_episode("r", EpisodeOutcome(key, messages(0.0, "task-a", 0), "done", "user_stop", None, 1.0))
-    report = tau2_report(store, "r", None)
+    report = tau2_report(RunFrames(store, "r", None))
     assert "user_tool_calls" not in report.columns and int(report.tool_calls[0]) == 2
     assert not any(c.startswith("breakdown_") for c in report.columns), "no stored reward parts, no breakdown columns"
 
@@ -129,7 +130,7 @@ def test_the_user_turn_and_label_columns_are_the_conversation_reports(run):
     write_labels(run, "r", WHO, [LabelRow(t.episode_id, t.turn_index, "scored", *(
         ("genuine_followup", True) if first[t.episode_id] == t.turn_index else ("short_filler", False))) for t in turns])
     report = by_temperature(run, WHO)
-    conversation = conversation_report(run, "r", WHO).set_index("temperature")
+    conversation = conversation_report(RunFrames(run, "r", WHO)).set_index("temperature")
     shared = [c for c in conversation.columns if not c.startswith("accuracy") and c != "scored"]
     assert report[shared].equals(conversation[shared])
     assert report.loc[0.0].user_turns == 12 and report.loc[0.0].followup_rate == pytest.approx(0.5)
@@ -144,7 +145,7 @@ def test_a_users_tool_call_is_no_user_turn(run):
 
 def test_the_report_is_registered_and_renders_its_columns(run):
     assert REPORTS.entry("tau2").build is tau2_report
-    frame = tau2_report(run, "r", None)
+    frame = tau2_report(RunFrames(run, "r", None))
     header, rows = display_rows(frame)
     cool = dict(zip(header, rows[0]))
     assert cool["reward (95% CI)"] == f"50.0% ({wilson_interval(3, 6)[0]:.0%}–{wilson_interval(3, 6)[1]:.0%})"
@@ -196,7 +197,7 @@ def test_rewards_between_0_and_1_get_a_seeded_bootstrap_interval():
 
 def test_an_empty_run_gives_an_empty_frame_with_the_reward_columns(store):
     store.begin_run("r", scenario="s", kind="tau2", spec={}, fingerprint="f", versions={}, git_revision=None, planned=0)
-    frame = tau2_report(store, "r", None)
+    frame = tau2_report(RunFrames(store, "r", None))
     assert frame.empty and {"reward", "reward_lo", "reward_hi", "tasks", "tool_calls_per_episode"} <= set(frame.columns)
 
 
@@ -214,10 +215,10 @@ def one_solved_one_errored(store) -> None:
 
 def test_an_errored_episode_counts_as_a_failed_task_unless_left_out(store):
     one_solved_one_errored(store)
-    (zero,) = tau2_report(store, "r", None).itertuples()
+    (zero,) = tau2_report(RunFrames(store, "r", None)).itertuples()
     assert (zero.reward, zero.successes, zero.pass_hat_1, zero.scored) == (0.5, 1, 0.5, 1), "τ²'s runner: a failure scores 0"
     assert zero.reward_errored_as == "zero" and zero.error_share == 0.5
-    (left,) = tau2_report(store, "r", None, errored_as="left-out").itertuples()
+    (left,) = tau2_report(RunFrames(store, "r", None), errored_as="left-out").itertuples()
     assert (left.reward, left.successes, left.pass_hat_1) == (1.0, 1, 1.0) and left.reward_errored_as == "left-out"
     assert left.error_share == 0.5, "the share errored is shown beside either convention"
 

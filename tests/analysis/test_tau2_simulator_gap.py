@@ -19,6 +19,7 @@ from testbed.scenarios.tau2.scripted_user_server import ScriptedUserBackend
 from testbed.specs.sweep import load_sweep
 from testbed.running.sweep_runner import run_sweep
 from testbed.transcript import ToolCall, Usage
+from testbed.store.run_frames import RunFrames
 
 pytest.importorskip("tau2")
 
@@ -60,7 +61,7 @@ def test_a_users_sweep_shows_the_gap_to_the_scripted_user_on_the_same_tasks(tmp_
             await scripted.close()
 
     summary = asyncio.run(run())
-    report = tau2_report(store, summary.run_id, None).set_index("user_model")
+    report = tau2_report(RunFrames(store, summary.run_id, None)).set_index("user_model")
     assert sorted(report.index) == ["hasty-model", "tau2-scripted"]
     assert report.loc["tau2-scripted", "reward"] == 1.0, "the scripted user asked, and the helper did every task"
     hasty = report.loc["hasty-model"]

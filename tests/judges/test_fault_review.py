@@ -31,6 +31,7 @@ from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.errors import SpecError  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store.records import JudgeIdentity  # noqa: E402
+from testbed.store.run_frames import RunFrames
 
 HINDERED = '{"verdict": "hindered", "reason": "the agent acted on the made-up code"}'
 HARMLESS = '{"verdict": "harmless", "reason": "nothing was left to do"}'
@@ -115,7 +116,7 @@ async def test_an_unparseable_reply_is_unscored_with_every_reply_kept_never_a_ve
     for review in store.fault_reviews(run_id):
         assert review.verdict is None and review.attempts == 3 and review.reason == "unparsable after 3 attempts"
         assert review.raw.count("I would say it hindered the agent.") == 3
-    (row, _) = tau2_report(store, run_id, None).to_dict("records")
+    (row, _) = tau2_report(RunFrames(store, run_id, None)).to_dict("records")
     assert (row["fault_reviewed"], row["fault_review_unscored"]) == (0, 2) and row["fault_hindered"] != row["fault_hindered"]
     assert row["failed_hindered_known"] == 0, "a failed episode whose faults are unscored is not known to be hindered or not"
 
@@ -138,12 +139,12 @@ async def test_a_rerun_asks_nothing_already_reviewed_and_asks_again_what_was_uns
 
 async def test_the_report_gives_the_hindering_share_per_condition_and_of_failed_episodes(run, reviewer):
     store, run_id = run
-    before = tau2_report(store, run_id, None)
+    before = tau2_report(RunFrames(store, run_id, None))
     assert "fault_hindered" not in before and "hindering faults (95% CI)" not in display_rows(before)[0]
     cold = set(faulty(store, run_id, 0.0))
     faults = [f for f in flagged_faults(store, run_id) if f.episode_id in cold]
     await review_faults(store, run_id, faults, reviewer, backend=ScriptedBackend(by_kind), show_progress=False)
-    report = tau2_report(store, run_id, None)
+    report = tau2_report(RunFrames(store, run_id, None))
     rows = {r["temperature"]: r for r in report.to_dict("records")}
     reviewed, unreviewed = rows[0.0], rows[1.0]
     assert (reviewed["fault_hindered"], reviewed["fault_reviewed"], reviewed["fault_review_unscored"]) == (0.5, 2, 0)

@@ -7,15 +7,13 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.drift import drift_summary, run_drift, survival_curve
-from testbed.analysis.frames import CONDITIONS, judge_labels
+from testbed.analysis.drift import drift_summary, frames_drift, survival_curve
+from testbed.analysis.frames import CONDITIONS
 from testbed.analysis.info_metrics import score_info_episode
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.specs.registries import ReportEntry
-from testbed.store import Store
-from testbed.store.frames import episodes_df
-from testbed.store.labels import JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
 GROUP = [c for c in CONDITIONS if c != "perturbation"]
 
@@ -26,24 +24,23 @@ def _rate(name: str, hits: int, n: int, interval: str | None = None) -> dict:
     return {name: hits / n if n else math.nan, f"{interval}_lo": lo, f"{interval}_hi": hi}
 
 
-def _turn_labels(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    """The finished episodes' generated user turns: whether each is blank, and the judge's verdict (None without one).
-
-    The turns are streamed from the store and only their keys and blankness kept, so a run of a
-    million turns is not held in memory as text.
-    """
-    turns = pd.DataFrame([(t.episode_id, t.turn_index, not t.user_turn.strip()) for t in store.iter_turns(run_id)],
-                         columns=["episode_id", "turn_index", "blank"]).astype({"turn_index": "int64", "blank": bool})
-    if judge is None:
+def _turn_labels(run: RunFrames) -> pd.DataFrame:
+    """The finished episodes' generated user turns: whether each is blank, and the judge's verdict (None without one)."""
+    turns = run.turns
+    turns = turns[turns.status == "done"]
+    turns = pd.DataFrame({"episode_id": turns.episode_id, "turn_index": turns.turn_index,
+                          "blank": [not text.strip() for text in turns.user_turn]}).reset_index(drop=True)
+    turns = turns.astype({"turn_index": "int64", "blank": bool})
+    if run.judge is None:
         return turns.assign(status=None, label=None, followup=None)
-    labels = judge_labels(store, run_id, judge)[["episode_id", "turn_index", "status", "label", "followup"]]
+    labels = run.labels[["episode_id", "turn_index", "status", "label", "followup"]]
     return turns.merge(labels, on=["episode_id", "turn_index"], how="left")
 
 
-def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFrame:
+def _info_scores(run: RunFrames, episodes: pd.DataFrame) -> pd.DataFrame:
     from testbed.scenarios.info_tasks import InfoTaskSet
 
-    spec = store.run(run_id).spec
+    store, run_id, spec = run.store, run.run_id, run.run.spec
     tasks = {t.id: t for t in InfoTaskSet.model_validate(spec["tasks"]).tasks}
     done = {e.episode_id: e for e in episodes[episodes.status == "done"].itertuples()}
 
@@ -57,12 +54,13 @@ def _info_scores(store: Store, run_id: str, episodes: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame([scored[eid] if eid in scored else row(eid, []) for eid in done])
 
 
-def conversation_report(store: Store, run_id: str, judge: JudgeIdentity | None, with_info_scores: bool = False) -> pd.DataFrame:
-    """One row per condition group of a dialogue run; `with_info_scores` adds information gathering's fact scores."""
-    episodes = episodes_df(store, run_id, exact=True)
-    turns = _turn_labels(store, run_id, judge).merge(episodes[["episode_id", *GROUP]], on="episode_id")
-    drift = run_drift(store, run_id, judge) if judge is not None else None
-    info = _info_scores(store, run_id, episodes) if with_info_scores else None
+def conversation_report(run: RunFrames, with_info_scores: bool = False) -> pd.DataFrame:
+    """One row per condition group of a dialogue run's frames under their judge; `with_info_scores` adds information
+    gathering's fact scores."""
+    judge, episodes = run.judge, run.episodes
+    turns = _turn_labels(run).merge(episodes[["episode_id", *GROUP]], on="episode_id")
+    drift = frames_drift(run) if judge is not None else None
+    info = _info_scores(run, episodes) if with_info_scores else None
     rows = []
     for keys, g in episodes.groupby(GROUP, sort=True, dropna=False):
         done = g[g.status == "done"]
@@ -102,9 +100,9 @@ def conversation_report(store: Store, run_id: str, judge: JudgeIdentity | None, 
     return pd.DataFrame(rows)
 
 
-def info_gathering_report(store: Store, run_id: str, judge: JudgeIdentity | None) -> pd.DataFrame:
-    """The conversation report of an information-gathering run, with its fact scores per condition group."""
-    return conversation_report(store, run_id, judge, with_info_scores=True)
+def info_gathering_report(run: RunFrames) -> pd.DataFrame:
+    """The conversation report of an information-gathering run's frames, with its fact scores per condition group."""
+    return conversation_report(run, with_info_scores=True)
 
 
 CONVERSATION_REPORT = ReportEntry("conversation", conversation_report)

@@ -6,12 +6,13 @@ import math
 
 import pandas as pd
 
-from testbed.analysis.frames import CONDITIONS, episodes_frame, judge_labels
+from testbed.analysis.frames import CONDITIONS, episode_table, run_frames, shared_reads
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.specs.registries import KINDS, REPORTS, ReportEntry
 from testbed.store import Store
 from testbed.store.labels import REVIEWED, JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
 GROUP = CONDITIONS
 
@@ -31,24 +32,32 @@ class ReportOptionError(ValueError):
 
 
 def report_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None, correction=None, **options) -> pd.DataFrame:
-    """The report as a frame; rates exclude errored episodes (and, for judge rates, unscored turns),
-    and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
-    named by its entry in testbed.specs.registries.KINDS builds it, so each kind has its own columns; a run
-    id not in the store gives the first kind's empty frame. `options` go to that report's builder; one it does not
-    take (ReportEntry.options) is a ReportOptionError naming the report."""
-    run = store.find_run(run_id)
-    kind = KINDS.entry(run.kind if run is not None else KINDS.names()[0])
+    """`report_of` the run (full id) under `judge`, its frames read once (shared with the command's other tables
+    inside `testbed.analysis.frames.shared_reads`)."""
+    with shared_reads():
+        return report_of(run_frames(store, run_id, judge), correction, **options)
+
+
+def report_of(run: RunFrames, correction=None, **options) -> pd.DataFrame:
+    """The report of a run's frames under their judge; rates exclude errored episodes (and, for judge rates, unscored
+    turns), and `errors`, `unscored` and `unjudged` say how many were excluded. The run kind's `report`
+    named by its entry in testbed.specs.registries.KINDS builds it from the frames, so each kind has its own columns;
+    a run not in the store gives the first kind's empty frame. `options` go to that report's builder; one it does not
+    take (ReportEntry.options) is a ReportOptionError naming the report. `correction` (the judge's measured error
+    rates) adds corrected follow-up rates."""
+    kind = KINDS.entry(run.kind or KINDS.names()[0])
     entry = REPORTS.entry(kind.report)
     given = {k: v for k, v in options.items() if v is not None}
     if unread := sorted(set(given) - set(entry.options)):
         raise ReportOptionError(f"the {entry.name} report has no {', '.join(unread)}")
-    frame = entry.build(store, run_id, judge, **given)
+    frame = entry.build(run, **given)
+    judge = run.judge
     if correction is None or judge is None:
         return frame
     if judge.judge == REVIEWED:
         from testbed.analysis.judge_quality.review_correction import with_reviewed_corrected_rates
 
-        return with_reviewed_corrected_rates(frame, store, run_id, judge, correction)
+        return with_reviewed_corrected_rates(frame, run.store, run.run_id, judge, correction)
     return with_corrected_rates(frame, correction)
 
 
@@ -77,11 +86,11 @@ def with_corrected_rates(frame: pd.DataFrame, rates) -> pd.DataFrame:
     return out
 
 
-def probe_report(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
-    """The probe's report: one row per condition group, perturbation included."""
-    frame = episodes_frame(store, run_id)
-    if judge is not None:
-        labels = judge_labels(store, run_id, judge).rename(columns={
+def probe_report(run: RunFrames) -> pd.DataFrame:
+    """The probe's report of a run's frames under their judge: one row per condition group, perturbation included."""
+    frame = episode_table(run)
+    if run.judge is not None:
+        labels = run.labels.rename(columns={
             "turn_index": "user_turn_index", "status": "judge_status", "label": "judge_label", "followup": "judge_followup"})
         frame = frame.merge(labels[["episode_id", "user_turn_index", "judge_status", "judge_label", "judge_followup"]],
                             on=["episode_id", "user_turn_index"], how="left")

@@ -15,9 +15,7 @@ from testbed.analysis.tau2.metrics import (ERRORED_AS, ToolCounts, counted_rewar
                                           reward_interval, tool_counts, with_seed_reliability)
 from testbed.analysis.tau2.simulator_gap import GAP_COLUMNS, gap_of_group
 from testbed.specs.registries import ReportEntry
-from testbed.store import Store
-from testbed.store.frames import episodes_df
-from testbed.store.labels import JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
 REWARD_COLUMNS = ["tasks", "scored", "successes", "reward", "reward_lo", "reward_hi", "reward_interval", "reward_errored_as",
                   "error_share"]
@@ -29,8 +27,8 @@ REPLACED = ["accuracy", "accuracy_lo", "accuracy_hi", "scored"]
 """Conversation-report columns the reward columns stand for (its accuracy is the mean task score)."""
 
 
-def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame:
-    """One row per condition group of a τ² run (the dataset column is the domain, `tau2-<domain>`).
+def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame:
+    """One row per condition group of a τ² run's frames under their judge (the dataset column is the domain, `tau2-<domain>`).
 
     The reward, successes and pass^k count each errored episode as a failed task with reward 0 (`errored_as`
     `zero`, τ²'s runner's and the leaderboard's convention), or leave errored episodes out (`left-out`);
@@ -53,13 +51,14 @@ def tau2_report(store: Store, run_id: str, judge: JudgeIdentity | None, errored_
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
     testbed.analysis.reports.conversation's.
     """
-    episodes = episodes_df(store, run_id, exact=True)
-    conversation = conversation_report(store, run_id, judge)
+    store, run_id, judge = run.store, run.run_id, run.judge
+    episodes = run.episodes
+    conversation = conversation_report(run)
     if episodes.empty:
         return pd.DataFrame(columns=[*GROUP, "episodes", "errors", *REWARD_COLUMNS, *TOOL_COLUMNS[:4], *FAULT_RATE_COLUMNS])
     counts = tool_counts(store, run_id)
     faults = fault_frame(store, run_id, judge).set_index("episode_id")
-    breakdowns = {eid: r.breakdown for eid, r in store.rewards(run_id).items()}
+    breakdowns = dict(zip(run.rewards.episode_id, run.rewards.breakdown))
     users_call = any(c.user_calls for c in counts.values())
     reviews = reviewed_faults(store, run_id, judge)
     rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),

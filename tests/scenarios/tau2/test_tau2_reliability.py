@@ -21,6 +21,7 @@ from testbed.specs.errors import SpecError
 from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward
 from testbed.store.frames import episodes_df
 from testbed.transcript import Message, Usage
+from testbed.store.run_frames import RunFrames
 
 TASK = "create_task_1"
 
@@ -106,7 +107,7 @@ def _write(store, rewards, temperature):
 
 def test_the_report_sets_user_beside_assistant(store):
     _write(store, REWARDS, 1.0)
-    (row,) = tau2_report(store, "r", None).to_dict("records")
+    (row,) = tau2_report(RunFrames(store, "r", None)).to_dict("records")
     assert row["episodes"] == 12 and row["pass_hat_1"] == pytest.approx(8 / 12), "the row pools both conditions"
     assert row["vary_user_trial_variance"] == pytest.approx((0 + 1 / 3) / 2)
     assert row["vary_assistant_trial_variance"] == pytest.approx(1 / 3)
@@ -118,12 +119,12 @@ def test_the_report_sets_user_beside_assistant(store):
 
 def test_no_spread_at_temperature_zero_is_said_to_be_expected(store):
     _write(store, {k: [1, 1, 1] for k in REWARDS}, 0.0)
-    report = tau2_report(store, "r", None)
+    report = tau2_report(RunFrames(store, "r", None))
     assert report.vary_note.tolist() == [ZERO_SPREAD_AT_T0]
     assert report.vary_user_trial_variance.tolist() == [0.0] and math.isnan(report.user_variance_share.iloc[0])
 
 
 def test_a_run_that_varied_no_single_side_gets_no_columns(store):
     _write(store, {("both", "a"): [1, 0, 1], ("both", "b"): [0, 0, 1]}, 1.0)
-    assert not any(c.startswith("vary_") for c in tau2_report(store, "r", None).columns)
+    assert not any(c.startswith("vary_") for c in tau2_report(RunFrames(store, "r", None)).columns)
     assert list(reliability_columns(store, "r", episodes_df(store, "r"), ["temperature"]).columns) == ["temperature"]

@@ -17,6 +17,7 @@ from testbed.specs.errors import SpecError
 from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.running.sweep_runner import run_sweep, sweep_run_id
 from testbed.transcript import Usage
+from testbed.store.run_frames import RunFrames
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_a_tau2_sweep_runs_every_user_at_every_temperature_into_one_run(users_sw
     run = store.run(summary.run_id)
     assert run.kind == "tau2" and summary.run_id == sweep_run_id(sweep)
     assert seen == {(n, t): 4 for n in ("calm", "terse") for t in (0.0, 1.0)}, "2 tasks x 2 trials per user x temperature"
-    report = tau2_report(store, summary.run_id, None)
+    report = tau2_report(RunFrames(store, summary.run_id, None))
     assert sorted(zip(report.user_model, report.temperature)) == [(n, t) for n in ("calm-model", "terse-model") for t in (0.0, 1.0)]
     assert (report.episodes == 4).all() and (report.tasks == 2).all() and (report.errors == 0).all()
     assert (report.end_user_stop == 1.0).all(), "every user said stop on its first turn"
