@@ -5,38 +5,43 @@ so a run of 10,000 episodes opens in well under a second; transcripts are read o
 an episode is opened. Drift follows `testbed.analysis.drift`: the onset is the ordinal of the first
 generated user turn a judge gave a drift label, and unscored turns are never drift.
 
-A τ² run (kind `tau2`) also has its simulated-user faults (`testbed.analysis.tau2.faults.turn_faults`),
-read once when the run is opened, as the τ² report reads them; a run of any other kind reads none and
-imports nothing for them. Faults read from the text are the same under every judge; `role_drift` is a
-judge's drift label on a user turn, so it follows the chosen judge like the drift onset does. With τ²
-not installed, or an episode whose task the installed τ² lacks, there is no fault to show, and the
-catalog says why (`fault_problem`) rather than failing. Reading them imports τ² (seconds, the first
-time), so the app loads the catalog without them (`read_faults=False`) and reads them in the
+A run whose kind detects simulated-user faults (its views' `faults`, testbed.specs.kind_views) also has them,
+as stored when the run finished (testbed.store.user_faults), read once when the run is opened; a run of any
+other kind reads none. Faults the rules found are the same under every judge; those a judge's labels imply
+(role drift) follow the chosen judge like the drift onset does, derived by the detector from the labels the
+catalog holds. Episodes whose faults are not stored are detected by the kind when it can (its packages
+installed), and the catalog says why when it cannot (`fault_problem`) rather than failing. Reading may still
+take seconds on such a run, so the app loads the catalog without them (`read_faults=False`) and reads them in the
 background (`run_faults`, then `set_faults`); until then `fault_problem` is `FAULTS_PENDING`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from testbed.judges.taxonomy import taxonomy
-from testbed.specs.registries import KINDS
+from testbed.specs.registries import kind_views
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.browse import generated_turn_indices
 from testbed.store.labels import HUMAN, latest_label_tuples
+from testbed.store.user_faults import FaultRow
 
-if TYPE_CHECKING:
-    from testbed.scenarios.tau2.user_faults import UserFault
-
-FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invented_fact": "invented",
-               "ungrounded_device_claim": "ungrounded", "role_drift": "drift"}
-"""The short name the table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
-name, so `fault=invented` and `fault=invented_fact` find the same episodes."""
-_FAULT_ORDER = {kind: k for k, kind in enumerate(FAULT_NAMES)}
 FAULTS_PENDING = "reading the user faults…"
-"""`fault_problem` of a τ² catalog loaded without its faults, until `set_faults` gives them."""
+"""`fault_problem` of a catalog loaded without its faults, until `set_faults` gives them."""
+
+
+def known_fault_names() -> dict[str, str]:
+    """Every fault kind a registered scenario kind detects → its short name, for a filter read before any run is."""
+    from testbed.specs.registries import KINDS
+
+    names: dict[str, str] = {}
+    for kind in KINDS.names():
+        detector = kind_views(kind).faults
+        names.update(detector.names if detector is not None else {})
+    return names
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,9 @@ class EpisodeRow:
     labels: frozenset[str] = field(default_factory=frozenset)
     """Every label the judge gave on the episode's turns."""
     faults: tuple[str, ...] = ()
-    """The kinds of simulated-user fault on its turns, in `FAULT_NAMES` order (τ² runs only; empty for others)."""
+    """The kinds of simulated-user fault on its turns, in the detector's order (empty for a kind that detects none)."""
+    fault_labels: tuple[str, ...] = ()
+    """The same kinds by their short names (the detector's `names`)."""
 
     @property
     def drifted(self) -> bool:
@@ -98,7 +105,7 @@ class EpisodeRow:
     @property
     def fault_names(self) -> str:
         """The fault kinds by their short names, e.g. `premature, invented` ("" when none)."""
-        return ", ".join(FAULT_NAMES.get(kind, kind) for kind in self.faults)
+        return ", ".join(self.fault_labels)
 
 
 def _top_label(labels: list[str]) -> str:
@@ -132,33 +139,43 @@ class RunCatalog:
     generated: dict[str, list[int]]
     labels: dict[tuple[str, int], list[Verdict]]
     scored_by_judge: dict[JudgeIdentity, dict[tuple[str, int], str]] = field(default_factory=dict)
-    tau2: bool = False
-    """Whether the run is a τ² run, whose episodes have simulated-user faults."""
-    faults: dict[str, tuple["UserFault", ...]] = field(default_factory=dict)
-    """The faults read from each episode's text (no `role_drift`: that is the judge's), by episode id, in turn order."""
+    detector: Any = None
+    """The fault detector of the run's kind (testbed.specs.kind_views.FaultDetector), None for a kind that has none."""
+    faults: dict[str, tuple[FaultRow, ...]] = field(default_factory=dict)
+    """The faults the rules found (none of a judge's), by episode id, in turn order."""
     fault_problem: str = ""
-    """Why a τ² run shows no faults at all ("" when they were read)."""
+    """Why some or all of the run's faults are not shown ("" when they were read)."""
     by_id: dict[str, EpisodeRecord] = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_id = {e.key.episode_id: e for e in self.episodes}
 
+    @property
+    def faults_detected(self) -> bool:
+        """Whether the run's kind detects simulated-user faults (its episodes get a faults column and marks)."""
+        return self.detector is not None
+
+    @property
+    def fault_names(self) -> Mapping[str, str]:
+        """Each fault kind → its short name, in the detector's order (empty for a kind that detects none)."""
+        return self.detector.names if self.detector is not None else {}
+
     @classmethod
     def load(cls, store: Store, run_id: str, *, read_faults: bool = True) -> "RunCatalog":
-        """Read the run's episodes, generated turns and latest labels (of every identity), and a τ² run's user faults
-        unless `read_faults` is False (then they are `FAULTS_PENDING` until `set_faults`)."""
+        """Read the run's episodes, generated turns and latest labels (of every identity), and its user faults when its
+        kind detects them, unless `read_faults` is False (then they are `FAULTS_PENDING` until `set_faults`)."""
         by_turn: dict[tuple[str, int], list[Verdict]] = defaultdict(list)
         for row in latest_label_tuples(store, run_id):
             by_turn[(row[0], row[1])].append(row)
         identities = sorted({JudgeIdentity(*row[2:5]) for rows in by_turn.values() for row in rows}, key=str)
         run = store.find_run(run_id)
-        tau2 = run is not None and run.kind in KINDS and KINDS.entry(run.kind).user_faults
-        faults, problem = run_faults(store, run_id) if tau2 and read_faults else ({}, FAULTS_PENDING if tau2 else "")
+        detector = kind_views(run.kind if run is not None else None).faults
+        faults, problem = ({}, "") if detector is None else run_faults(store, run_id) if read_faults else ({}, FAULTS_PENDING)
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
-                   generated_turn_indices(store, run_id), dict(by_turn), tau2=tau2, faults=faults, fault_problem=problem)
+                   generated_turn_indices(store, run_id), dict(by_turn), detector=detector, faults=faults, fault_problem=problem)
 
-    def set_faults(self, faults: dict[str, tuple["UserFault", ...]], problem: str) -> None:
-        """Take the user faults `run_faults` read for this τ² run (and why there are none, "" when they were read)."""
+    def set_faults(self, faults: dict[str, tuple[FaultRow, ...]], problem: str) -> None:
+        """Take the user faults `run_faults` read for this run (and why some are not shown, "" when all were read)."""
         self.faults, self.fault_problem = faults, problem
 
     def episode(self, episode_id: str) -> EpisodeRecord:
@@ -178,25 +195,25 @@ class RunCatalog:
                                          if row[2:5] == key and row[5] == "scored" and row[6]}
         return self.scored_by_judge[who]
 
-    def episode_faults(self, episode_id: str, judge: JudgeIdentity | None) -> list["UserFault"]:
-        """An episode's simulated-user faults in turn order: those read from its text, and `role_drift` on each
-        user turn `judge` gave a drift label (evidence: the label). Empty for a run that is not τ²."""
-        if not self.tau2 or self.fault_problem:
+    def episode_faults(self, episode_id: str, judge: JudgeIdentity | None) -> list[FaultRow]:
+        """An episode's simulated-user faults in turn order: those the rules found, and those `judge`'s labels on its
+        generated user turns imply (the detector's `from_labels`: role drift, evidence the label). Empty for a run
+        whose kind detects none, or whose faults could not be read."""
+        if self.detector is None or (self.fault_problem and not self.faults):
             return []
         found = list(self.faults.get(episode_id, ()))
         if judge is not None:
-            from testbed.scenarios.tau2.user_faults import UserFault
+            scored = self.scored_labels(judge)
+            found += self.detector.from_labels({(episode_id, t): scored[(episode_id, t)] for t in self.generated.get(episode_id, [])
+                                                if (episode_id, t) in scored})
+        order = {kind: k for k, kind in enumerate(self.fault_names)}
+        return sorted(found, key=lambda f: (f.turn_index, order.get(f.kind, len(order))))
 
-            drift, scored = taxonomy().drift_labels, self.scored_labels(judge)
-            found += [UserFault("role_drift", t, scored[(episode_id, t)]) for t in self.generated.get(episode_id, [])
-                      if scored.get((episode_id, t)) in drift]
-        return sorted(found, key=lambda f: (f.turn_index, _FAULT_ORDER.get(f.kind, len(_FAULT_ORDER))))
-
-    def _fault_kinds(self, episode_id: str, drifted: bool) -> tuple[str, ...]:
-        if not self.tau2 or self.fault_problem:
+    def _fault_kinds(self, episode_id: str, judge: JudgeIdentity | None) -> tuple[str, ...]:
+        if self.detector is None:
             return ()
-        kinds = {f.kind for f in self.faults.get(episode_id, ())} | ({"role_drift"} if drifted else set())
-        return tuple(sorted(kinds, key=lambda kind: _FAULT_ORDER.get(kind, len(_FAULT_ORDER))))
+        order = {kind: k for k, kind in enumerate(self.fault_names)}
+        return tuple(sorted({f.kind for f in self.episode_faults(episode_id, judge)}, key=lambda kind: order.get(kind, len(order))))
 
     def rows(self, judge: JudgeIdentity | None) -> list[EpisodeRow]:
         """Every episode as a row, with drift onset, top label and role drift under `judge` (none of them when None)."""
@@ -209,29 +226,28 @@ class RunCatalog:
             given = [(k, t, scored[(eid, t)]) for k, t in enumerate(turns, 1) if (eid, t) in scored]
             onset = next(((k, t) for k, t, label in given if label in drift), (None, None))
             labels = [label for *_, label in given]
+            kinds = self._fault_kinds(eid, judge)
             out.append(EpisodeRow(
                 eid, e.key.item_id, e.key.assistant_model, e.key.user_model, e.key.dataset, e.key.user_mode,
                 e.key.temperature, e.key.perturbation, self.framework, e.status, e.termination or "", e.error_reason or "",
                 len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels),
-                self._fault_kinds(eid, onset[0] is not None)))
+                kinds, tuple(self.fault_names.get(kind, kind) for kind in kinds)))
         return out
 
 
-def run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple["UserFault", ...]], str]:
-    """A τ² run's faults read from the text, by episode, and why there are none at all ("" when they were read);
-    never raises for a τ² that is missing or cannot load its domains."""
-    from testbed.scenarios.tau2.domains import tau2_installed
-
-    if not tau2_installed():
-        return {}, "τ² is not installed, so user faults cannot be read"
-    from testbed.analysis.tau2.faults import turn_faults
-    from testbed.scenarios.tau2.user_faults import UserFault
-
+def run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple[FaultRow, ...]], str]:
+    """The faults the rules found in the run, by episode (as its kind's detector reads them: stored, or detected now
+    where it can), and why some are not shown ("" when all were read); never raises, so a kind's package that
+    cannot load its data does not close the replay."""
+    run = store.find_run(run_id)
+    detector = kind_views(run.kind if run is not None else None).faults
+    if detector is None:
+        return {}, ""
     try:
-        frame = turn_faults(store, run_id)
-    except Exception as exc:  # noqa: BLE001 - a τ² package that cannot load its domains must not close the replay
+        rows, problem = detector.read(store, run_id)
+    except Exception as exc:  # noqa: BLE001 - a kind that cannot load its data must not close the replay
         return {}, f"user faults could not be read: {type(exc).__name__}: {exc}"
-    out: dict[str, list[UserFault]] = defaultdict(list)
-    for eid, turn, kind, evidence in frame.itertuples(index=False, name=None):
-        out[eid].append(UserFault(kind, int(turn), evidence))
-    return {eid: tuple(faults) for eid, faults in out.items()}, ""
+    out: dict[str, list[FaultRow]] = defaultdict(list)
+    for row in rows:
+        out[row.episode_id].append(row)
+    return {eid: tuple(faults) for eid, faults in out.items()}, problem

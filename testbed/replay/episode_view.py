@@ -3,8 +3,8 @@
 Built from the store's messages and a `RunCatalog`'s labels; the app and `testbed show-episode`
 render the same view, so what a terminal shows and what a pipe prints never disagree. Source
 edges are the conversation graph's (`testbed.analysis.graphs.episode_graph`): the earlier turn a
-generated user turn copies most, when it copies at least half of it. On a τ² run each user turn
-also carries its simulated-user faults (`RunCatalog.episode_faults`), role drift under the chosen judge.
+generated user turn copies most, when it copies at least half of it. On a run whose kind detects simulated-user
+faults each user turn also carries its faults (`RunCatalog.episode_faults`), those a judge implies under the chosen one.
 On a run over real conversations, a simulated user's first turn carries the human reference of its item
 (`testbed.store.references`): what the real user wrote after the same context, to read the two side by side.
 The reference episodes themselves are shown as they are, with nothing under their turn.
@@ -14,18 +14,16 @@ view no more than a long one (a user turn copying from deep inside such a reply 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from testbed.analysis.graphs import episode_graph, message_dict
 from testbed.replay.catalog import RunCatalog
 from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.references import ReferenceTurn, reference_turns
+from testbed.store.user_faults import FaultRow
 from testbed.transcript import Message
-
-if TYPE_CHECKING:
-    from testbed.scenarios.tau2.user_faults import UserFault
 
 GRAPH_CHARS = 100_000
 """Characters of each message that source edges are looked for in: word n-grams of a 10 MB text cost seconds."""
@@ -61,8 +59,8 @@ class TurnView:
     """The perturbation the answer was shown under, for the answer a probe's user saw perturbed."""
     call_turn: int | None = None
     """For a tool result: the turn of the message that made the call it answers (None when no stored message did)."""
-    faults: tuple["UserFault", ...] = ()
-    """The simulated-user faults on this user turn (τ² runs only), in `FAULT_NAMES` order."""
+    faults: tuple[FaultRow, ...] = ()
+    """The simulated-user faults on this user turn, in the detector's order (none for a kind that detects none)."""
     references: tuple[ReferenceTurn, ...] = ()
     """On a simulated user's first turn: the real users' turns after the same context (human references of its item)."""
 
@@ -80,10 +78,12 @@ class EpisodeView:
     episode: EpisodeRecord
     judge: JudgeIdentity | None
     turns: tuple[TurnView, ...]
-    tau2: bool = False
-    """Whether the run is a τ² run, whose user turns are checked for faults."""
+    faults_detected: bool = False
+    """Whether the run's kind detects simulated-user faults, so its user turns are checked for them."""
     fault_problem: str = ""
-    """Why a τ² run shows no faults at all ("" when they were read)."""
+    """Why some or all of the run's faults are not shown ("" when they were read)."""
+    fault_names: Mapping[str, str] = field(default_factory=dict)
+    """Each fault kind → its short name, in the detector's order."""
 
     @property
     def onset_position(self) -> int | None:
@@ -134,7 +134,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
     sources = {a: Source(d["kind"], b, d["weight"]) for a, b, d in graph.edges(data=True) if d["kind"] != "reply"}
     onset = next((t for t, data in graph.nodes(data=True) if data["onset"]), None)
     perturbed = _perturbed_index(messages, episode.key.perturbation, generated[0] if generated else None)
-    faults: dict[int, list[UserFault]] = {}
+    faults: dict[int, list[FaultRow]] = {}
     for fault in catalog.episode_faults(eid, judge):
         faults.setdefault(fault.turn_index, []).append(fault)
     first_turn = generated[0] if generated else None
@@ -148,4 +148,5 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
                               callers.get(m.tool_result.call_id) if m.tool_result else None,
                               tuple(faults.get(m.turn_index, ())),
                               references if m.turn_index == first_turn else ()))
-    return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.tau2, catalog.fault_problem)
+    return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.faults_detected, catalog.fault_problem,
+                       catalog.fault_names)

@@ -1,9 +1,9 @@
 """The episode table of one run: conditions, how each episode ended, drift onset and top label; filter and sort.
 
-A τ² run's table also has a `faults` column: each episode's simulated-user faults by their short names
-(`premature, invented`); `fault=KIND` and `faulted` filter on them, and `f` cycles the `faulted` flag.
-They are read in a background thread, on a store connection of its own, because reading them imports
-τ² (seconds): the table is usable at once and fills the column when they arrive.
+The table of a run whose kind detects simulated-user faults (τ²'s) also has a `faults` column: each episode's
+faults by their short names (`premature, invented`); `fault=KIND` and `faulted` filter on them, and `f` cycles the
+`faulted` flag. They are read in a background thread, on a store connection of its own, because a run whose faults
+were not stored has them detected now (seconds): the table is usable at once and fills the column when they arrive.
 
 Filtering and sorting work on the whole run in memory; the table holds only the rows scrolled to so
 far, a page at a time, so that every keypress on a run of 10,000 episodes stays quick.
@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from testbed.replay.catalog import EpisodeRow, RunCatalog, run_faults
-from testbed.replay.filters import FILTER_HELP, EpisodeFilter, FilterError, SortState
+from testbed.replay.filters import EpisodeFilter, FilterError, SortState, filter_help
 from testbed.store import JudgeIdentity, Store
 from testbed.store.browse import episodes_containing
 from testbed.store.labels import default_identity
@@ -40,8 +40,8 @@ COLUMNS = [
 
 CONDITION_COLUMNS = frozenset({"assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation", "framework"})
 """Columns folded into the header when every episode has the same value."""
-TAU2_COLUMNS = frozenset({"faults"})
-"""Columns shown only for a τ² run."""
+FAULT_COLUMNS = frozenset({"faults"})
+"""Columns shown only for a run whose kind detects simulated-user faults."""
 
 PAGE = 200
 """Rows put in the table at a time: a filter or sort over 10,000 episodes redraws one page, not all of them."""
@@ -73,15 +73,17 @@ def cell(row: EpisodeRow, attr: str) -> Text:
 class EpisodesScreen(Screen):
     """One run's episodes as a table; Enter replays one."""
 
-    HELP_NOTES = f"filter (/):\n{FILTER_HELP}"
-    """What the help screen adds under the keys: what a filter line can say."""
+    @property
+    def HELP_NOTES(self) -> str:  # noqa: N802 - the name the app's help screen reads off every screen
+        """What the help screen adds under the keys: what a filter line can say, with the fault kinds of this run's kind."""
+        return f"filter (/):\n{filter_help(self.catalog.fault_names)}"
 
     BINDINGS = [
         Binding("enter", "open", "replay episode", show=False),
         Binding("slash", "filter", "filter", key_display="/"),
         Binding("d", "cycle_drifted", "drifted: all / yes / no"),
         Binding("e", "cycle_errored", "errored: all / yes / no"),
-        Binding("f", "cycle_faulted", "user faults (τ²): all / yes / no"),
+        Binding("f", "cycle_faulted", "user faults: all / yes / no"),
         Binding("j", "next_judge", "next judge"),
         Binding("s", "next_sort", "sort by next column"),
         Binding("S", "reverse_sort", "reverse sort", show=False),
@@ -120,7 +122,7 @@ class EpisodesScreen(Screen):
         self.constant = self._constant_columns()
         self.refresh_table()
         self.query_one("#episodes", DataTable).focus()
-        if self.catalog.tau2:
+        if self.catalog.faults_detected:
             self.run_worker(self._read_faults, name="user faults", group="faults", thread=True, exclusive=True)
         if self.pending_episode is not None:
             self.open_episode_id(self.pending_episode)
@@ -162,7 +164,7 @@ class EpisodesScreen(Screen):
     def visible_columns(self) -> list[tuple[str, str]]:
         """The columns the table shows now."""
         return [(h, a) for h, a in COLUMNS if (self.show_constant or a not in self.constant)
-                and (self.catalog.tau2 or a not in TAU2_COLUMNS)]
+                and (self.catalog.faults_detected or a not in FAULT_COLUMNS)]
 
     def refresh_table(self) -> None:
         """Apply the filter and sort, and redraw the table and header."""
@@ -198,7 +200,7 @@ class EpisodesScreen(Screen):
         errored = sum(r.errored for r in self.rows)
         text = Text(neutralised(self.run_id), style="bold")
         text.append(f"  ·  {len(self.shown)} of {len(self.rows)} episodes  ·  drifted {drifted}  ·  errored {errored}")
-        if self.catalog.tau2 and not self.catalog.fault_problem:
+        if self.catalog.faults_detected and not self.catalog.fault_problem:
             text.append(f"  ·  user faults {sum(r.faulted for r in self.rows)}")
         text.append(neutralised(f"\njudge: {self.judge or 'none (run testbed judge)'}"), style="magenta")
         if len(self.catalog.identities) > 1:
@@ -239,9 +241,9 @@ class EpisodesScreen(Screen):
         self._toggle_term(ERROR_CYCLE)
 
     def action_cycle_faulted(self) -> None:
-        """All episodes → with a user fault only → without one only (τ² runs)."""
-        if not self.catalog.tau2:
-            self.app.notify("user faults are read only on τ² runs", severity="warning")
+        """All episodes → with a user fault only → without one only (runs whose kind detects user faults)."""
+        if not self.catalog.faults_detected:
+            self.app.notify("this run's kind detects no user faults", severity="warning")
             return
         self._toggle_term(FAULT_CYCLE)
 

@@ -7,19 +7,19 @@ labelled `echo_assistant` at least once, that drifted and did not fail, and whos
 contains "gsm8k". Every term must hold. Values match case-insensitively as substrings, except the
 temperature (a number) and the yes/no flags. An unknown field is a `FilterError` naming the known ones.
 
-On a τ² run, `fault=invented` keeps episodes with a simulated-user fault whose kind contains the value
-(`premature`, `early`, `invented`, `ungrounded`, `drift`, or a kind's full name; a value that is part of
-no kind fails when the line is read), and the flag `faulted` (`!faulted`) keeps those with some fault
+On a run whose kind detects simulated-user faults, `fault=invented` keeps episodes with a fault whose kind contains
+the value (a short name the faults column shows, such as τ²'s `premature` or `invented`, or a kind's full name; a
+value that is part of no kind any registered scenario kind detects fails when the line is read), and the flag `faulted` (`!faulted`) keeps those with some fault
 (with none). The flags are `drifted`, `errored` and `faulted`; `!` before one negates it.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from testbed.replay.catalog import FAULT_NAMES, EpisodeRow
+from testbed.replay.catalog import EpisodeRow, known_fault_names
 
 
 class FilterError(ValueError):
@@ -46,8 +46,9 @@ def _flag(getter: Callable[[EpisodeRow], bool]) -> Callable[[EpisodeRow, str], b
 
 
 def _fault(row: EpisodeRow, value: str) -> bool:
-    if not any(value in kind for kind in FAULT_NAMES):
-        raise FilterError(f"fault={value!r} is part of no fault kind; kinds: {', '.join(FAULT_NAMES)}")
+    known = known_fault_names()
+    if not any(value in kind for kind in known):
+        raise FilterError(f"fault={value!r} is part of no fault kind; kinds: {', '.join(known)}")
     return any(value in kind for kind in row.faults)
 
 
@@ -80,12 +81,14 @@ FLAGS = ("drifted", "errored", "faulted")
 
 ALIASES = {"temperature": "t", "pert": "perturbation", "termination": "stop", "status": "errored", "faults": "fault"}
 
-FILTER_HELP = (f"fields (field=value; a part of the text is enough, t is a number): "
-               f"{', '.join(f for f in FIELDS if f not in FLAGS)}\n"
-               f"flags (! negates): {', '.join(FLAGS)}\n"
-               f"fault kinds: {', '.join(FAULT_NAMES.values())} (τ² runs)\n"
-               "any other word: episodes whose transcript contains it")
-"""What a filter line can say, for the help screen."""
+def filter_help(fault_names: Mapping[str, str]) -> str:
+    """What a filter line can say, for the help screen of a run whose kind detects the faults `fault_names` names
+    (kind → short name; empty for a kind that detects none)."""
+    kinds = f"fault kinds: {', '.join(fault_names.values())}\n" if fault_names else ""
+    return (f"fields (field=value; a part of the text is enough, t is a number): "
+            f"{', '.join(f for f in FIELDS if f not in FLAGS)}\n"
+            f"flags (! negates): {', '.join(FLAGS)}\n"
+            f"{kinds}any other word: episodes whose transcript contains it")
 
 
 @dataclass(frozen=True)

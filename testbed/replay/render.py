@@ -2,7 +2,7 @@
 
 The replay app puts these panels on screen and `testbed show-episode` prints them, so both show
 the same badges: the true role, the speaker, turn index, tokens and latency; each identity's label
-with its reason; the source edge; the drift onset; a perturbed answer; a τ² user turn's faults with
+with its reason; the source edge; the drift onset; a perturbed answer; a user turn's simulated-user faults with
 their evidence; an episode's error; tool calls as `name(arguments)` and tool results tied to their
 call (`testbed.replay.tool_render`); under a simulated user's first turn on a real conversation, the real
 user's turn after the same context (its human reference), dim and italic.
@@ -19,7 +19,6 @@ from rich.panel import Panel
 from rich.rule import Rule
 from rich.text import Text
 
-from testbed.replay.catalog import FAULT_NAMES
 from testbed.replay.episode_view import EpisodeView, TurnView
 from testbed.replay.tool_render import RESULT_STYLE, calls_text, result_body, result_heading
 from testbed.scenarios.human_reference import WEAK_HUMAN_MODEL
@@ -151,7 +150,7 @@ def episode_header(view: EpisodeView, *, hint: str = PRINT_HINT) -> Text:
     judge = neutralised(str(view.judge)) if view.judge else "no judge"
     text.append(f" · drift ({judge}): " + (f"onset at user turn {view.turns[onset].ordinal} (turn {view.turns[onset].message.turn_index})"
                                            if onset is not None else "none"))
-    if view.tau2:
+    if view.faults_detected:
         text.append_text(_faults_summary(view))
     if view.episode.error_reason:
         text.append("\nerror: ", style="bold red")
@@ -173,7 +172,7 @@ def _faults_summary(view: EpisodeView) -> Text:
     parts = []
     for kind, turns in by_kind.items():
         listed = ", ".join(map(str, turns[:SUMMARY_TURNS])) + (f" … ({len(turns)} turns)" if len(turns) > SUMMARY_TURNS else "")
-        parts.append(f"{FAULT_NAMES.get(kind, kind)} on turn{'s' if len(turns) > 1 else ''} {listed}")
+        parts.append(f"{view.fault_names.get(kind, kind)} on turn{'s' if len(turns) > 1 else ''} {listed}")
     text = Text(" · user faults: ")
     text.append(neutralised("; ".join(parts)), style=FAULT_STYLE)
     return text

@@ -4,7 +4,7 @@ The cursor is the last turn shown; everything after it is hidden until stepped t
 opens fully shown with the cursor on its last turn; `home` rewinds it to the opening turn.
 `[` and `]` move to the previous and next episode of the table's current filter and order.
 Tool results are folded to one line each (their length, then the start of their text); `t` unfolds
-them all and folds them again. `o` jumps to the drift onset and, on a τ² run, `f` to the next user
+them all and folds them again. `o` jumps to the drift onset and, on a run whose kind detects user faults, `f` to the next user
 turn with a simulated-user fault (from the last one, back to the first).
 
 A long message (or tool result, or human reference) is shown in part (`testbed.long_text`): its first
@@ -48,7 +48,7 @@ class TranscriptScreen(Screen):
         Binding("plus,equals_sign", "speed(1)", "faster", key_display="+"),
         Binding("minus", "speed(-1)", "slower", key_display="-", show=False),
         Binding("o", "onset", "jump to drift onset"),
-        Binding("f", "next_fault", "jump to next user fault (τ²)"),
+        Binding("f", "next_fault", "jump to next user fault"),
         Binding("t", "tools", "unfold / fold tool results"),
         Binding("x", "more", "show more of long messages"),
         Binding("home", "first", "rewind to the opening turn", show=False, priority=True),
@@ -214,8 +214,8 @@ class TranscriptScreen(Screen):
         """Put the cursor on the next user turn with a fault (unfolding up to it), wrapping to the first."""
         positions = self.view.fault_positions
         if not positions:
-            why = self.view.fault_problem or ("no user faults in this episode" if self.view.tau2
-                                              else "user faults are read only on τ² runs")
+            why = self.view.fault_problem or ("no user faults in this episode" if self.view.faults_detected
+                                              else "this run's kind detects no user faults")
             self.app.notify(neutralised(why), severity="warning", markup=False)
             return
         self.pause()

@@ -37,8 +37,15 @@ class FaultDetector(Protocol):
     def store_judged_faults(self, store: Any, run_id: str, judge: Any) -> int:
         """Store the faults `judge`'s labels imply on the run's episodes (role drift); how many episodes it checked."""
 
+    def read(self, store: Any, run_id: str) -> tuple[list, str]:
+        """The faults its rules found in the run (`testbed.store.user_faults.FaultRow`s, stored or, where it can, detected
+        now) in episode and turn order, and why some episodes show none although they may have some ("" when none)."""
+
+    def from_labels(self, labels: Mapping[tuple[str, int], str]) -> list:
+        """The faults a judge's scored labels by (episode id, turn index) imply, as `FaultRow`s in episode and turn order."""
+
     def missing(self, store: Any, run_id: str) -> str:
-        """Why some of the run's episodes have no stored faults and how to store them; "" when none lacks them."""
+        """Why some of the run's finished episodes show no faults and how to store them; "" when none lacks them."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Simulated-user faults in the replay app, on a τ² run made with scripted models: one episode whose user invents a
-ticket code and stops with the work undone, one clean episode. The catalog gives each its fault kinds, the filter
-finds them, the table shows them, and the transcript marks each faulted user turn with its evidence, drawn literally."""
+ticket code and stops with the work undone, one clean episode. The catalog gives each its fault kinds (stored when the
+run finished, so read without τ²), the filter finds them, the table shows them, and the transcript marks each faulted
+user turn with its evidence, drawn literally."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import shutil
 import threading
 from dataclasses import replace
 
-import pandas as pd
 import pytest
 
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
@@ -20,13 +20,14 @@ from rich.console import Console  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
 from helpers import REPO, write_yaml  # noqa: E402
-from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, text, user_reply  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
 from hostile_text import FORBIDDEN  # noqa: E402
-from testbed.analysis.tau2 import faults as tau2_faults  # noqa: E402
+from testbed.analysis.tau2 import stored_faults  # noqa: E402
+from testbed.analysis.tau2.stored_faults import FAULT_NAMES, Tau2FaultDetector  # noqa: E402
 from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
-from testbed.replay.catalog import FAULT_NAMES, FAULTS_PENDING, RunCatalog  # noqa: E402
+from testbed.replay.catalog import FAULTS_PENDING, RunCatalog  # noqa: E402
 from testbed.replay.episode_view import episode_view  # noqa: E402
 from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
@@ -34,11 +35,12 @@ from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # n
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
 from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
-from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault  # noqa: E402
+from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
+from testbed.store.user_faults import FaultRow, faults_df  # noqa: E402
 from testbed.transcript import Message  # noqa: E402
 
 SIZE = (120, 40)
@@ -97,7 +99,7 @@ def test_the_catalog_gives_each_tau2_episode_its_fault_kinds(tau2_store):
     path, run_id = tau2_store
     store = Store(path, readonly=True)
     catalog = RunCatalog.load(store, run_id)
-    assert catalog.tau2 and catalog.fault_problem == ""
+    assert catalog.faults_detected and catalog.fault_problem == ""
     rows = by_item(catalog.rows(None))
     assert rows[STOPPED].faults == ("premature_stop", "invented_fact") and rows[STOPPED].fault_names == "premature, invented"
     assert rows[DONE].faults == () and not rows[DONE].faulted and rows[STOPPED].faulted
@@ -127,25 +129,42 @@ def test_a_run_of_another_kind_has_no_faults_and_never_reads_them(replay_store, 
     def refuse(*args, **kwargs):
         raise AssertionError("faults were read for a run that is not τ²")
 
-    monkeypatch.setattr(tau2_faults, "turn_faults", refuse)
+    monkeypatch.setattr(Tau2FaultDetector, "read", refuse)
     path, run_id = replay_store
     catalog = RunCatalog.load(Store(path, readonly=True), run_id)
-    assert not catalog.tau2 and all(r.faults == () for r in catalog.rows(None))
+    assert not catalog.faults_detected and all(r.faults == () for r in catalog.rows(None))
     assert catalog.episode_faults(catalog.episodes[0].key.episode_id, None) == []
 
 
-def test_without_tau2_or_with_a_broken_one_a_tau2_run_opens_with_the_reason(tau2_store, monkeypatch):
+def test_the_faults_stored_when_the_run_finished_are_read_without_tau2(tau2_store, monkeypatch):
     path, run_id = tau2_store
     store = Store(path, readonly=True)
+    assert set(faults_df(store, run_id).kind) == {"premature_stop", "invented_fact"}, "the run loop stored them"
     monkeypatch.setattr(domains, "tau2_installed", lambda: False)
     catalog = RunCatalog.load(store, run_id)
-    assert "not installed" in catalog.fault_problem and all(r.faults == () for r in catalog.rows(None))
+    assert catalog.fault_problem == "" and by_item(catalog.rows(None))[STOPPED].faults == ("premature_stop", "invented_fact")
+
+
+def test_without_tau2_or_with_a_broken_one_a_run_without_stored_faults_opens_with_the_reason(tau2_store, tmp_path, monkeypatch):
+    path, run_id = tau2_store
+    copy = tmp_path / "store.sqlite"
+    shutil.copy(path, copy)
+    with Store(copy).conn as conn:
+        conn.execute("DELETE FROM user_faults")
+        conn.execute("DELETE FROM user_fault_checks")
+    store = Store(copy, readonly=True)
+    monkeypatch.setattr(domains, "tau2_installed", lambda: False)
+    catalog = RunCatalog.load(store, run_id)
+    assert "not installed" in catalog.fault_problem and f"testbed judge {run_id}" in catalog.fault_problem
+    assert all(r.faults == () for r in catalog.rows(None))
     monkeypatch.undo()
+    assert by_item(RunCatalog.load(store, run_id).rows(None))[STOPPED].faults == ("premature_stop", "invented_fact"), \
+        "with τ² installed, faults not stored are detected on reading"
 
     def broken(*args, **kwargs):
         raise OSError("domain data missing")
 
-    monkeypatch.setattr(tau2_faults, "turn_faults", broken)
+    monkeypatch.setattr(stored_faults, "run_faults", broken)
     catalog = RunCatalog.load(store, run_id)
     assert catalog.fault_problem == "user faults could not be read: OSError: domain data missing"
     assert all(r.faults == () for r in catalog.rows(None))
@@ -243,13 +262,13 @@ async def test_a_dialogue_run_has_no_faults_column(replay_store):
 
 async def test_the_table_is_usable_while_the_faults_are_read_and_fills_in_when_they_arrive(tau2_store, monkeypatch):
     path, run_id = tau2_store
-    real, release = tau2_faults.turn_faults, threading.Event()
+    real, release = Tau2FaultDetector.read, threading.Event()
 
-    def slow(store, run, judge=None):
+    def slow(self, store, run):
         assert release.wait(10), "the test never released the read"
-        return real(store, run, judge)
+        return real(self, store, run)
 
-    monkeypatch.setattr(tau2_faults, "turn_faults", slow)
+    monkeypatch.setattr(Tau2FaultDetector, "read", slow)
     app = ReplayApp(Store(path, readonly=True), run_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
@@ -272,14 +291,13 @@ HOSTILE = "[bold]x[/] [link=http://e.vil]y[/link] \x1b]0;PWNED\x07\x1b[2J\u202eo
 async def test_hostile_evidence_is_drawn_literally(tau2_store, monkeypatch):
     path, run_id = tau2_store
     first, _ = user_turns(Store(path, readonly=True), run_id, STOPPED)
-    real = tau2_faults.turn_faults
+    real = Tau2FaultDetector.read
 
-    def hostile(store, run, judge=None):
-        frame = real(store, run, judge)
-        return pd.concat([frame, pd.DataFrame([(frame.episode_id.iloc[0], first, "[red]kind[/]\x1b[31m", HOSTILE)],
-                                              columns=frame.columns)])
+    def hostile(self, store, run):
+        rows, problem = real(self, store, run)
+        return [*rows, FaultRow(rows[0].episode_id, first, "[red]kind[/]\x1b[31m", HOSTILE)], problem
 
-    monkeypatch.setattr(tau2_faults, "turn_faults", hostile)
+    monkeypatch.setattr(Tau2FaultDetector, "read", hostile)
     app = ReplayApp(Store(path, readonly=True), run_id)
     async with app.run_test(size=(160, 50)) as pilot:
         await faults_read(app, pilot)
@@ -308,7 +326,8 @@ def test_the_header_lists_a_few_turns_of_each_fault_kind_and_counts_the_rest(tau
     store = Store(path, readonly=True)
     catalog = RunCatalog.load(store, run_id)
     view = episode_view(store, catalog, catalog.episode(by_item(catalog.rows(None))[STOPPED].episode_id), None)
-    every = [replace(t, faults=(UserFault("role_drift", t.message.turn_index, "echo_assistant"),)) for t in view.turns]
+    eid = view.episode.key.episode_id
+    every = [replace(t, faults=(FaultRow(eid, t.message.turn_index, "role_drift", "echo_assistant"),)) for t in view.turns]
     header = episode_header(replace(view, turns=tuple(every))).plain
     turns = [t.message.turn_index for t in view.turns]
     assert len(turns) > SUMMARY_TURNS

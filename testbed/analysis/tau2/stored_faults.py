@@ -13,6 +13,8 @@ or `testbed review-faults RUN` store them on their way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
@@ -26,9 +28,10 @@ RULES_VERSION = "1"
 """The version of the rules in testbed.scenarios.tau2.user_faults; a new one marks faults stored before as older."""
 RULES = JudgeIdentity("tau2-user-rules", RULES_VERSION)
 """The identity stored with every fault the rules find."""
-FAULT_NAMES = {"premature_stop": "stop", "revealed_early": "revealed", "invented_fact": "invented",
+FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invented_fact": "invented",
                "ungrounded_device_claim": "ungrounded", "role_drift": "drift"}
-"""Each fault kind's short name in replay's episode table, marks and `fault=` filter, in FAULT_KINDS order."""
+"""The short name replay's table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
+name, so `fault=invented` and `fault=invented_fact` find the same episodes."""
 
 
 def _task(dataset: str, item_id: str):
@@ -62,17 +65,21 @@ def detect(store: Store, run_id: str, skip: set[str] = frozenset()) -> tuple[set
     return checked, sorted(rows, key=lambda r: r.episode_id)
 
 
-def drift_faults(store: Store, run_id: str, judge: JudgeIdentity, episodes: set[str]) -> list[FaultRow]:
-    """`judge`'s latest scored label on each user turn of `episodes` that is a drift label (`taxonomy().drift_labels`),
-    as a `role_drift` fault whose evidence is the label."""
+def from_labels(labels: Mapping[tuple[str, int], str]) -> list[FaultRow]:
+    """The `role_drift` faults a judge's scored labels by (episode id, turn index) imply: one on each turn labelled with a
+    drift label (`taxonomy().drift_labels`), the label its evidence; in episode and turn order."""
     from testbed.judges.taxonomy import taxonomy
 
     drift = taxonomy().drift_labels
+    return sorted((FaultRow(eid, int(turn), "role_drift", label) for (eid, turn), label in labels.items() if label in drift),
+                  key=lambda r: (r.episode_id, r.turn_index))
+
+
+def drift_faults(store: Store, run_id: str, judge: JudgeIdentity, episodes: set[str]) -> list[FaultRow]:
+    """`judge`'s latest scored label on each user turn of `episodes`, as the faults it implies (`from_labels`)."""
     labels = labels_frame(store, run_id, judge)
     labels = labels[(labels.status == "scored") & labels.label.notna() & labels.episode_id.isin(episodes)]
-    return sorted((FaultRow(eid, int(turn), "role_drift", label)
-                   for eid, turn, label in zip(labels.episode_id, labels.turn_index, labels.label) if label in drift),
-                  key=lambda r: (r.episode_id, r.turn_index))
+    return from_labels({(eid, int(turn)): label for eid, turn, label in zip(labels.episode_id, labels.turn_index, labels.label)})
 
 
 class Tau2FaultDetector:
@@ -96,18 +103,29 @@ class Tau2FaultDetector:
             write_faults(store, run_id, judge, episodes, drift_faults(store, run_id, judge, episodes), judged=True)
         return len(episodes)
 
-    def missing(self, store: Store, run_id: str) -> str:
-        """Why some finished episodes have no stored faults, and how to store them; "" when every one has them."""
-        from testbed.scenarios.tau2.domains import tau2_installed
+    def from_labels(self, labels: Mapping[tuple[str, int], str]) -> list[FaultRow]:
+        """The faults a judge's scored labels imply (role drift), read off labels already in memory (`from_labels`)."""
+        return from_labels(labels)
 
+    def read(self, store: Store, run_id: str) -> tuple[list[FaultRow], str]:
+        """The rules' faults of the run in episode and turn order (stored, or detected now where τ² can), and why some
+        finished episodes show none although they may have some ("" when every one was read: `missing`)."""
+        checked, found = run_faults(store, run_id, None)
+        return [FaultRow(eid, f.turn_index, f.kind, f.evidence) for eid, f in found], self.missing(store, run_id, checked)
+
+    def missing(self, store: Store, run_id: str, checked: set[str] | None = None) -> str:
+        """Why some finished episodes have no faults, stored or detectable now (τ² not installed), and how to store
+        them; "" when none lacks them, or τ² is installed (an episode whose task it lacks has none to find)."""
+        from testbed.scenarios.tau2.domains import INSTALL, tau2_installed
+
+        if tau2_installed():
+            return ""
         done = set(episodes_df(store, run_id, exact=True).query("status == 'done'").episode_id)
-        unchecked = done - checked_episodes(store, run_id)
+        unchecked = done - (checked_episodes(store, run_id) if checked is None else checked)
         if not unchecked:
             return ""
-        how = ("" if tau2_installed() else "install τ²-bench (`pip install -e '.[tau2]'`), then ")
-        return (f"the simulated-user faults of {len(unchecked)} of {len(done)} finished episodes are not stored "
-                f"(a run made before faults were stored, or one that stopped early): {how}run `testbed judge {run_id}` "
-                f"or `testbed review-faults {run_id}` to store them")
+        return (f"the user faults of {len(unchecked)} of {len(done)} finished episodes are not stored and τ² is not installed "
+                f"to read them ({INSTALL}); then `testbed judge {run_id}` stores them")
 
 
 DETECTOR = Tau2FaultDetector()
