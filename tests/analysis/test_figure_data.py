@@ -18,6 +18,7 @@ from testbed.running.runner import run_scenario
 from testbed.specs.loader import load_scenario
 from testbed.store import EpisodeKey, EpisodeOutcome, Store
 from testbed.store.labels import JudgeIdentity, write_labels
+from testbed.store.run_frames import RunFrames
 from testbed.transcript import Message
 
 JUDGE = JudgeIdentity("rules", "1")
@@ -93,7 +94,7 @@ def rate(rows: list[dict]) -> tuple[int, int, float, float]:
 
 
 def test_accuracy_counts_each_shared_answer_once(hand):
-    accuracy = answer_accuracy(hand, RUN).set_index("assistant_model")
+    accuracy = answer_accuracy(RunFrames(hand, RUN)).set_index("assistant_model")
     a = accuracy.loc["model-a"]
     assert (a.answers, a.correct) == (3, 2), "i2's three samples and the errored variant are one answer each"
     assert a.accuracy == pytest.approx(2 / 3)
@@ -211,7 +212,7 @@ def test_a_real_probe_run_counts_one_answer_per_item(spec_dir, store):
     backends = {"assistant": ScriptedBackend(lambda r: "The answer is 18."), "user": ScriptedBackend(lambda r: "why?")}
     summary = asyncio.run(run_scenario(scenario, store, backends=backends, show_progress=False))
     scores = {e.key.item_id: e.task_score for e in store.episodes(summary.run_id)}
-    accuracy = answer_accuracy(store, summary.run_id).iloc[0]
+    accuracy = answer_accuracy(RunFrames(store, summary.run_id)).iloc[0]
     correct = sum(s == 1.0 for s in scores.values())
     assert accuracy.answers == len(scores) == 3 and accuracy.correct == correct
     assert (accuracy.accuracy_lo, accuracy.accuracy_hi) == pytest.approx(wilson_interval(correct, 3))

@@ -14,20 +14,20 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from testbed.analysis.drift import run_drift, survival_curve
+from testbed.analysis.drift import frames_drift, survival_curve
 from testbed.analysis.figures.registry import FigureInputs
-from testbed.analysis.frames import episodes_frame, normalise
+from testbed.analysis.frames import episode_table, normalise, run_frames
 from testbed.analysis.perturbation import PAIR
 from testbed.analysis.stats import wilson_interval
 from testbed.judges.taxonomy import taxonomy
 from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.specs.registries import FIGURES, FigureEntry
 from testbed.store import Store
-from testbed.store.frames import episodes_df, messages_df, turns_df
-from testbed.store.labels import JudgeIdentity, labels_frame
+from testbed.store.labels import JudgeIdentity
+from testbed.store.run_frames import RunFrames
 from testbed.transcript import ASSISTANT
 
-__all__ = ["FIGURES", "PAIR", "FigureData", "FigureInputs", "answer_accuracy", "figure_data", "no_labels_reason",
+__all__ = ["FIGURES", "PAIR", "FigureData", "FigureInputs", "answer_accuracy", "figure_data", "figures_of", "no_labels_reason",
            "finished_turns"]
 
 _DRAWING = "testbed.analysis.figures.drawing"
@@ -70,10 +70,10 @@ def _turn_counts(g: pd.DataFrame) -> dict:
             **_rate(int(scored.judge_followup.fillna(0).astype(bool).sum()), len(scored))}
 
 
-def finished_turns(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
+def finished_turns(run: RunFrames) -> pd.DataFrame:
     """Every generated user turn of the run's finished episodes with its conditions and the judge's
     latest verdict (`judge_status`, `judge_label`, `judge_followup`; NaN where it gave none)."""
-    turns = turns_df(store, run_id, judge, exact=True)
+    turns = run.judged_turns
     return turns[turns.status == "done"]
 
 
@@ -83,10 +83,10 @@ def _errored(episodes: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return errors.groupby(keys, as_index=False, dropna=False).errored_episodes.sum()
 
 
-def _answer_keys(store: Store, run_id: str) -> pd.Series:
+def _answer_keys(run: RunFrames) -> pd.Series:
     """Per episode, the generated answer its task score belongs to: the shared answer it reused (a
     probe's one answer per item), else the episode itself (a dialogue writes its own answers)."""
-    messages = messages_df(store, run_id, exact=True)
+    messages = run.messages
     reused = messages[(messages.role == ASSISTANT) & messages.reused_from.notna()]
     return reused.groupby("episode_id").reused_from.first()
 
@@ -95,8 +95,8 @@ ACCURACY_COLUMNS = ["assistant_model", "dataset", "answers", "correct", "accurac
 """What `answer_accuracy` gives per assistant model and dataset."""
 
 
-def answer_accuracy(store: Store, run_id: str) -> pd.DataFrame:
-    """Task accuracy per (assistant_model, dataset), each generated answer counted once.
+def answer_accuracy(run: RunFrames) -> pd.DataFrame:
+    """Task accuracy per (assistant_model, dataset) of a run's frames, each generated answer counted once.
 
     A probe's answer is generated once per item and shared by every user-turn variant (user mode ×
     temperature × sample × perturbation), so its score is stored on each of those episodes; counted
@@ -106,9 +106,9 @@ def answer_accuracy(store: Store, run_id: str) -> pd.DataFrame:
     Episodes without a task score (unscorable items) are left out; `answers` counts the rest, and
     an answer is correct when its score is 1.0 (a partial score counts as not correct).
     """
-    episodes = episodes_frame(store, run_id)
+    episodes = episode_table(run)
     scored = episodes[episodes.task_score.notna()]
-    answer = scored.episode_id.map(_answer_keys(store, run_id)).fillna(scored.episode_id)
+    answer = scored.episode_id.map(_answer_keys(run)).fillna(scored.episode_id)
     answers = scored.assign(answer=answer).drop_duplicates(["assistant_model", "dataset", "item_id", "answer"])
     rows = []
     for (model, dataset), g in answers.groupby(["assistant_model", "dataset"], sort=True):
@@ -134,7 +134,7 @@ def accuracy_vs_followup(inputs: FigureInputs) -> Built:
     `user_models` in the frame say which applied.
     """
     turns, episodes = inputs.turns, inputs.episodes
-    accuracy = answer_accuracy(inputs.store, inputs.run_id)
+    accuracy = answer_accuracy(inputs.run)
     base = turns[(turns.perturbation == "none") & (turns.user_mode != HUMAN_MODE)]
     rows = []
     for row in accuracy.itertuples(index=False):
@@ -205,11 +205,11 @@ def _real_users_followup(human: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REAL_USERS_COLUMNS)
 
 
-def _paired(store: Store, run_id: str, judge: JudgeIdentity) -> pd.DataFrame:
-    """Every perturbed finished episode beside its unperturbed twin (`PAIR`), with both follow-ups."""
-    frame = episodes_frame(store, run_id)
+def _paired(run: RunFrames) -> pd.DataFrame:
+    """Every perturbed finished episode beside its unperturbed twin (`PAIR`), with both follow-ups under the run's judge."""
+    frame = episode_table(run)
     frame = frame[frame.status == "done"]
-    labels = labels_frame(store, run_id, judge)
+    labels = run.labels
     labels = labels[labels.status == "scored"][["episode_id", "turn_index", "followup"]]
     frame = frame.merge(labels, left_on=["episode_id", "user_turn_index"], right_on=["episode_id", "turn_index"], how="left")
     base = frame[frame.perturbation == "none"]
@@ -220,11 +220,10 @@ def perturbation_effects(inputs: FigureInputs) -> Built:
     """Per user model × perturbation, over pairs of episodes that saw the same answer unperturbed
     and perturbed (across user modes and temperatures): the share of user turns that changed, and
     the follow-up rate before and after on the pairs where both turns were scored."""
-    store, run_id, judge = inputs.store, inputs.run_id, inputs.judge
-    perturbations = sorted(set(episodes_df(store, run_id, exact=True).perturbation) - {"none"})
+    perturbations = sorted(set(inputs.episodes.perturbation) - {"none"})
     if not perturbations:
         return pd.DataFrame(), "the run has no perturbation other than none"
-    pairs = _paired(store, run_id, judge)
+    pairs = _paired(inputs.run)
     if pairs.empty:
         return pd.DataFrame(), f"no finished perturbed episode ({', '.join(perturbations)}) has a finished unperturbed twin"
     rows = []
@@ -286,7 +285,7 @@ def survival(inputs: FigureInputs) -> Built:
     Drawn only when some episode has more than one generated user turn: with one turn per episode
     (the probe) there is no "later" to survive to, whatever the run's kind is called.
     """
-    onsets = run_drift(inputs.store, inputs.run_id, inputs.judge)
+    onsets = frames_drift(inputs.run)
     if onsets.empty or int(onsets.user_turns.max()) <= 1:
         return pd.DataFrame(), ("episodes have at most one generated user turn (probe episodes have one user turn): "
                                 "no survival over turns")
@@ -305,17 +304,24 @@ SURVIVAL = FigureEntry("survival", "In-role survival over user turns", survival,
 
 
 def figure_data(store: Store, run_id: str, judge: JudgeIdentity | None) -> list[FigureData]:
-    """Every figure of `FIGURES`, in that order, for a run (full id) under one judge's labels.
+    """`figures_of` a run (full id) under one judge's labels, its frames read once (within `shared_reads`, shared)."""
+    return figures_of(run_frames(store, run_id, judge))
+
+
+def figures_of(run: RunFrames) -> list[FigureData]:
+    """Every figure of `FIGURES`, in that order, for a run's frames under their judge's labels.
 
     With no judge, or a judge that labelled none of the run's turns, every figure that needs the labels
     is skipped with the same reason; the others (`needs_labels=False`) are built as ever.
     """
-    labelled = judge is not None and not labels_frame(store, run_id, judge).empty
+    run_id, judge = run.run_id, run.judge
+    labelled = judge is not None and not run.labels.empty
     if not labelled and all(f.needs_labels for f in FIGURES):
         reason = no_labels_reason(judge, run_id)
         return [FigureData(f.name, pd.DataFrame(), title_of(f, run_id, judge), reason) for f in FIGURES]
-    turns = finished_turns(store, run_id, judge) if labelled else pd.DataFrame()
-    inputs = FigureInputs(store, run_id, judge if labelled else None, turns, episodes_df(store, run_id, exact=True))
+    turns = finished_turns(run) if labelled else pd.DataFrame()
+    shown = run if labelled else run.with_judge(None)
+    inputs = FigureInputs(run.store, run_id, shown.judge, turns, run.episodes, shown)
     out = []
     for figure in FIGURES:
         if figure.needs_labels and not labelled:

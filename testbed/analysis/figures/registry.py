@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from testbed.store.run_frames import RunFrames
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -21,7 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FigureInputs:
-    """What every builder may read, loaded once per run: the run, the judge, its finished user turns and episodes."""
+    """What every builder may read, loaded once per run: the run, the judge, its finished user turns and episodes, and
+    the run's `RunFrames` for anything else it needs."""
 
     store: Store
     run_id: str
@@ -30,3 +33,9 @@ class FigureInputs:
     """`testbed.analysis.figures.data.finished_turns` (empty when the judge labelled none of the run's turns)."""
     episodes: pd.DataFrame
     """Every episode of the run (`testbed.store.frames.episodes_df`)."""
+    run: RunFrames | None = None
+    """The run's frames under `judge`, read once for every figure; built from the fields above when not given."""
+
+    def __post_init__(self) -> None:
+        if self.run is None:
+            object.__setattr__(self, "run", RunFrames(self.store, self.run_id, self.judge))
