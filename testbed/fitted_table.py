@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -23,6 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from testbed.terminal_text import neutralised
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MOST_LINES = 3
 """A value may wrap onto this many lines in a table; a table that cannot give it that much room becomes cards."""
@@ -48,14 +53,16 @@ class FittedTable:
 
     `key` leading columns name a row (a condition, a framework, a run id): they lead every table row and
     make each card's title line. Cells are strings or rich renderables; `title` and `caption` may be set
-    after it is built, like a rich table's.
+    after it is built, like a rich table's. A `plain` table has no borders: columns apart by spaces, like
+    pandas prints a frame, for figures a reader copies or a script splits on whitespace.
     """
 
     def __init__(self, columns: Iterable[FitColumn | str], rows: Iterable[Sequence[RenderableType]] = (), *,
-                 title: str | None = None, caption: str | None = None, key: int = 1, show_lines: bool = False):
+                 title: str | None = None, caption: str | None = None, key: int = 1, show_lines: bool = False,
+                 plain: bool = False):
         self.columns = [c if isinstance(c, FitColumn) else FitColumn(c) for c in columns]
         self.rows: list[list[RenderableType]] = []
-        self.title, self.caption, self.key, self.show_lines = title, caption, key, show_lines
+        self.title, self.caption, self.key, self.show_lines, self.plain = title, caption, key, show_lines, plain
         for row in rows:
             self.add_row(*row)
 
@@ -80,7 +87,7 @@ class FittedTable:
         """Each column's width in a table that fits `options.max_width` (None: rich's own width, the table fits as it
         is), or None when no table fits and the rows become cards."""
         ranges = [self._measure(console, options, i) for i in range(len(self.columns))]
-        frame = 3 * len(self.columns) + 1
+        frame = 2 * len(self.columns) if self.plain else 3 * len(self.columns) + 1
         room = options.max_width - frame
         if sum(high for _, high in ranges) <= room:
             return [None] * len(self.columns)
@@ -111,7 +118,7 @@ class FittedTable:
 
     def as_table(self, widths: Sequence[int | None]) -> Table:
         """The rows as a rich table, each column `widths` wide (None: as wide as rich makes it)."""
-        table = Table(title=self.title, caption=self.caption, show_lines=self.show_lines)
+        table = Table(title=self.title, caption=self.caption, show_lines=self.show_lines, box=None if self.plain else box.HEAVY_HEAD)
         for column, width in zip(self.columns, widths):
             table.add_column(column.header, justify=column.justify, no_wrap=column.no_wrap, width=width,
                              overflow="fold" if column.fold else "ellipsis")
@@ -164,3 +171,22 @@ class FittedTable:
 def _longest_word(text: str) -> int:
     return max((cell_len(word) for word in text.split()), default=0)
 
+
+def frame_table(frame: pd.DataFrame, *, float_format: str = "{:.2f}", index: bool = False, key: int = 0, plain: bool = True,
+                title: str | None = None) -> FittedTable:
+    """A data frame as a fitted table (plain by default, as pandas prints it): numbers right-aligned, floats in
+    `float_format` (NaN as `NaN`), the index as the first column when `index`; the first `key` columns (the index,
+    when shown) name each card where the table is folded."""
+    import pandas as pd
+
+    shown = frame.reset_index() if index else frame
+    numeric = {c for c in shown.columns if pd.api.types.is_numeric_dtype(shown[c]) and not pd.api.types.is_bool_dtype(shown[c])}
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "NaN" if value != value else float_format.format(value)
+        return str(value)
+
+    columns = [FitColumn(str(c), justify="right" if c in numeric else "left") for c in shown.columns]
+    rows = [[cell(v) for v in row] for row in shown.itertuples(index=False)]
+    return FittedTable(columns, rows, title=title, key=max(key, 1) if index else key, plain=plain)

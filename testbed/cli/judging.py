@@ -12,10 +12,15 @@ from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
 from testbed.cli.report_output import error_rates_file
 from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, say
-from testbed.fitted_table import FitColumn, FittedTable
+from testbed.fitted_table import FitColumn, FittedTable, frame_table
 from testbed.specs.errors import SpecError
 from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
+
+
+CONDITION_KEY = 4
+"""The leading columns of eval-judge's per-condition tables that name a condition (source model, mode, temperature,
+perturbation): each card's title where such a table is folded at a narrow width."""
 
 
 def _load_judge(judge: str, model: str | None, option: str = "--judge"):
@@ -99,7 +104,7 @@ def agree(
             table.add_row(r.label, *(f"{x:.2f}" if x == x else "n/a" for x in (r.precision, r.recall, r.f1)), str(r.support))
         console.print(table)
         console.print(f"confusion (rows {a}, columns {b}):")
-        console.print(ag.confusion.to_string(), soft_wrap=True)
+        console.print(frame_table(ag.confusion.rename_axis(a), index=True))
     if more:
         names = [a, b, *more]
         use_labels = all(frames[n].notna().all() for n in names)
@@ -159,14 +164,14 @@ def eval_judge(
     references = [label for _, label in rows]
     result = evaluate(verdicts, references)
     if result.labels is not None:
-        console.print(result.labels.per_label.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+        console.print(frame_table(result.labels.per_label, key=1))
     table = per_condition_rates(verdicts, references, gold_conditions(gold))
     if correction is not None:
         table = with_corrected_conditions(table, correction)
     if len(table) > 1 or correction is not None:
         console.print("follow-up rate per condition (reference beside judge"
                       + (f", corrected with {correction.source}):" if correction is not None else "):"), soft_wrap=True)
-        console.print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+        console.print(frame_table(table, key=CONDITION_KEY))
     if correction is not None:
         console.print(f"corrected 95% intervals cover the reference rate in {int(table.covers.sum())} of {len(table)} conditions")
     if review_share is not None:
@@ -175,7 +180,7 @@ def eval_judge(
         reviewed = reviewed_conditions(verdicts, references, gold_conditions(gold), review_share, correction)
         console.print(f"reviewed labels per condition, the least sure {review_share:.0%} taking the reference label "
                       f"(fast part corrected with {correction.source} within its band):", soft_wrap=True)
-        console.print(reviewed.to_string(index=False, float_format=lambda x: f"{x:.2f}"), soft_wrap=True)
+        console.print(frame_table(reviewed, key=CONDITION_KEY))
         console.print(f"reviewed 95% intervals cover the reference rate in {int(reviewed.covers.sum())} of {len(reviewed)} conditions")
     kept = [k for k, v in enumerate(verdicts) if v.scored and v.label is not None]
     judged = [(verdicts[k], references[k]) for k in kept]
@@ -183,7 +188,7 @@ def eval_judge(
     if judged and all(m is not None for m in margins):
         console.print("agreement if the least sure turns are labelled by hand (replay --uncertain-first):", soft_wrap=True)
         curve = hand_labelling_curve([v.label for v, _ in judged], [r for _, r in judged], margins)
-        console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
+        console.print(frame_table(curve, float_format="{:.3f}", key=1))
         if review_judge is not None:
             _print_reviewer_curve(review_judge, reviewer, [rows[k][0] for k in kept], judged, margins, reviewer_upto)
     elif review_judge is not None:
@@ -213,7 +218,7 @@ def _print_reviewer_curve(review_judge, name: str, items: list, judged: list, ma
     curve = reviewer_curve([v.label for v, _ in judged], [r for _, r in judged], margins, reviewed,
                            tuple(s for s in HAND_SHARES if s <= upto + 1e-9))
     say(f"agreement if the least sure turns take {name}'s label (its unscored verdicts keep the fast label):")
-    console.print(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"), soft_wrap=True)
+    console.print(frame_table(curve, float_format="{:.3f}", key=1))
 
 
 def _record(resolved, gold: Path, result, model: str | None) -> None:

@@ -112,6 +112,42 @@ def test_report_and_agree_read_at_80_columns(probe_run):
     assert "Cohen's κ" in agree
 
 
+LABELS = ["genuine_followup", "restate_question", "echo_assistant", "meta_planning", "degenerate", "new_question", "short_filler",
+          "other"]
+
+
+def test_agree_per_label_and_confusion_read_at_80_columns(probe_run, tmp_path):
+    from testbed.store import Store
+
+    db, run_id = probe_run
+    turns = Store(db, readonly=True).turns(run_id)
+    labels = tmp_path / "ann.jsonl"
+    labels.write_text("\n".join(json.dumps({"episode_id": t.episode_id, "turn_index": t.turn_index, "label": LABELS[k % len(LABELS)]})
+                                for k, t in enumerate(turns)))
+    at(80, "import-labels", run_id, str(labels), "--annotator", "ann", "--store", db)
+    agree = at(80, "agree", run_id, "--a", "local", "--b", "human:ann", "--store", db).stdout
+    assert_fits(agree)
+    assert_whole(agree, ["precision", "recall", "f1", "support", *LABELS])
+    assert is_table(agree), "the per-label table fits at 80 columns"
+
+
+def table_lines(output: str) -> str:
+    """The output without the lines that introduce a table (ending in `:`): those are left to the terminal to wrap."""
+    return "\n".join(line for line in output.splitlines() if not line.endswith(":"))
+
+
+def test_eval_judge_reads_at_80_columns_and_keeps_its_plain_columns_where_they_fit():
+    gold, dev = str(REPO / "tests/fixtures/labelled-turns.jsonl"), str(REPO / "judges/models/learned-3.dev-error-rates.json")
+    narrow = at(80, "eval-judge", "--judge", "local", gold, "--correct-with", dev).stdout
+    assert_fits(table_lines(narrow))
+    assert_whole(narrow, ["reference_rate", "judge_rate", "corrected_lo", "corrected_hi", "covers", *LABELS])
+    assert "source_model: -  mode: -" in narrow, "the per-condition table folds into a card per condition"
+    wide = at(200, "eval-judge", "--judge", "local", gold, "--correct-with", dev).stdout.splitlines()
+    start = next(i for i, line in enumerate(wide) if line.startswith("follow-up rate per condition"))
+    header, row = wide[start + 1].split(), wide[start + 2].split()
+    assert header[:5] == ["source_model", "mode", "temperature", "perturbation", "turns"] and len(row) == len(header)
+
+
 def test_report_formats_carry_the_perturbation_table(probe_run):
     db, run_id = probe_run
     rows = json.loads(at(80, "report", run_id, "--store", db, "-f", "json").stdout)

@@ -193,7 +193,8 @@ def test_eval_judge_checks_corrected_and_reviewed_intervals_against_the_referenc
 
     gold = str(REPO / "tests/fixtures/labelled-turns.jsonl")
     dev = str(REPO / "judges/models/learned-3.dev-error-rates.json")
-    out = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--correct-with", dev, "--review-share", "0.25"])
+    out = cli.invoke(app, ["eval-judge", "--judge", "learned", gold, "--correct-with", dev, "--review-share", "0.25"],
+                     env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     covered = [line for line in lines if " 95% intervals cover the reference rate in " in line]
