@@ -52,7 +52,7 @@ def review_faults(
         detector.store_faults(db, run)
         if drift is not None:
             detector.store_judged_faults(db, run, drift)
-        faults = faults_to_review(db, run, drift)
+        faults = faults_to_review(db, run, drift, detector.meanings)
         if not faults:
             say(f"run {run} has no flagged user faults in its finished episodes: nothing to review"
                 + (f" ({why})" if (why := detector.missing(db, run)) else ""))

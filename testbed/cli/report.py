@@ -29,11 +29,12 @@ def report(
     condition the perturbation table's as perturbed_* keys. csv has the same columns; markdown has the report's
     table, then every table the terminal shows under it."""
     from testbed.analysis.reports.render import FORMATS
-    from testbed.analysis.tau2.metrics import ERRORED_AS
+    from testbed.specs.registries import KINDS, kind_views
 
     if format not in FORMATS:
         fail(f"unknown --format {format!r}; use one of {', '.join(FORMATS)}")
     given_judge(judge, "--judge")
-    if errored is not None and errored not in ERRORED_AS:
-        fail(f"unknown --errored {errored[:40]!r}; use one of {', '.join(ERRORED_AS)}")
+    errored_as = list(dict.fromkeys(way for kind in KINDS.names() for way in kind_views(kind).errored_as))
+    if errored is not None and errored not in errored_as:
+        fail(f"unknown --errored {errored[:40]!r}; use one of {', '.join(errored_as)}")
     print_report(open_store(store, readonly=True), run_id, format, judge, correct_with, errored)

@@ -6,6 +6,7 @@ Stop signals are events, stripped from the stored text like every end marker: th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,22 +37,23 @@ def strip_signals(message: Message, signals) -> tuple[Message, str | None]:
 
 @dataclass
 class ToolDesk:
-    """The episode's τ² environment: tool calls in, tool messages out, failures counted."""
+    """The episode's tool environment: tool calls in, tool messages out, failures counted.
+
+    `environment` is the kind's own (τ²'s, with its database), and `respond(environment, call_id, name, arguments,
+    requestor) -> (content, error)` how the kind asks it to answer one call: the desk knows no benchmark's types."""
 
     environment: Any
+    respond: Callable[[Any, str, str, dict, str], tuple[str, bool]]
     errors: int = 0
 
     def answer(self, call: ToolCall, requestor: str, turn: int) -> Message:
         """Run one call; arguments that are not a JSON object or are out of bounds (too long, nested too deep: checked
-        before parsing, testbed.tool_arguments), an unknown tool or bad arguments give τ²'s tool error."""
-        from tau2.data_model.message import ToolCall as Tau2Call
-
+        before parsing, testbed.tool_arguments), an unknown tool or bad arguments give the environment's tool error."""
         arguments, problem = call.checked_arguments()
         if arguments is None:
             content, error = f"Error: the arguments of {call.name[:200]} {problem}: {call.arguments[:200]}", True
         else:
-            reply = self.environment.get_response(Tau2Call(id=call.id, name=call.name, arguments=arguments, requestor=requestor))
-            content, error = reply.content or "", bool(reply.error)
+            content, error = self.respond(self.environment, call.id, call.name, arguments, requestor)
         self.errors += error
         return Message("tool", content, ENVIRONMENT, turn, tool_result=ToolResult(call.id, call.name, requestor, error))
 

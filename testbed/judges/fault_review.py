@@ -1,8 +1,8 @@
 """A model's review of one flagged simulated-user fault: did the flagged behaviour *hinder* the agent, or was it harmless?
 
-τ²-bench's own reviews of saved runs give each user error a severity: whether it kept the agent from the
-task. Rules flag faults cheaply and conservatively (testbed.scenarios.tau2.user_faults); this asks a model
-about those flagged turns only, showing it the conversation up to and including the flagged turn, the
+A benchmark's own reviews of saved runs (τ²-bench's) give each user error a severity: whether it kept the agent from
+the task. A kind's rules flag faults cheaply and conservatively (its views' fault detector, which also says what each
+kind of fault means); this asks a model about those flagged turns only, showing it the conversation up to and including the flagged turn, the
 fault's kind with what it means, and the rule's evidence (`judges/prompts/fault-review.md`). The reply must
 be one JSON object, `{"verdict": "hindered" | "harmless", "reason": "<one line>"}`; nothing is fished out of
 prose. A reply that is not one after the retries is an *unscored* review keeping the replies, never a verdict.
@@ -39,14 +39,6 @@ PROMPT_VERSION = "fault-review-1"
 """The version of `judges/prompts/fault-review.md`: change it with the prompt, so old reviews stay apart."""
 PROMPT_SLOTS = ("kind", "meaning", "evidence", "turn", "conversation")
 """The slots the review prompt must hold."""
-FAULT_MEANINGS = {
-    "premature_stop": "the user ended the conversation while work it had asked for was still undone",
-    "revealed_early": "the user volunteered a piece of its information before the agent asked for it",
-    "invented_fact": "the user stated an id, number, name, amount or state that nothing it knew or saw supports",
-    "ungrounded_device_claim": "the user reported a state of its device before anything it checked showed that state",
-    "role_drift": "the user stopped speaking as the customer (it echoed the agent or planned aloud)",
-}
-"""What each fault kind means, in the words the reviewer reads (every kind of testbed.scenarios.tau2.user_faults)."""
 MAX_MESSAGE_CHARS = 2000
 """Longer messages (a tool result listing a whole record) are cut to this many characters in the prompt."""
 REPAIR = 'Your reply was not a valid review: {problem}. Reply again with only the JSON object {{"verdict": ..., "reason": ...}}.'
@@ -63,6 +55,8 @@ class FlaggedFault:
     turn_index: int
     kind: str
     evidence: str
+    meaning: str = ""
+    """What the fault kind means, in the words the reviewer reads (its detector's `meanings`)."""
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -129,7 +123,7 @@ def render_review_prompt(template: str, messages: Sequence[Message], fault: Flag
     """The prompt for one fault: the conversation up to and including the flagged turn, fenced, with the kind, its meaning
     and the evidence (fenced too: it is the user's own words)."""
     shown = [m for m in messages if m.turn_index <= fault.turn_index]
-    values = {"kind": fault.kind, "meaning": FAULT_MEANINGS.get(fault.kind, "a fault of the simulated user"),
+    values = {"kind": fault.kind, "meaning": fault.meaning or "a fault of the simulated user",
               "evidence": fence(tokens.neutralise(fault.evidence), "EVIDENCE"), "turn": str(fault.turn_index),
               "conversation": fence(conversation_text(shown, tokens), "CONVERSATION")}
     return fill_slots(template, values, required=PROMPT_SLOTS)

@@ -9,7 +9,7 @@ detector stored, testbed.store.user_faults), so the judges know no benchmark.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -23,13 +23,15 @@ from testbed.store.fault_reviews import FaultReviewRow
 from testbed.store.records import JudgeIdentity
 from testbed.store.user_faults import faults_df
 
-def faults_to_review(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> list[FlaggedFault]:
+def faults_to_review(store: Store, run_id: str, judge: JudgeIdentity | None = None,
+                     meanings: Mapping[str, str] | None = None) -> list[FlaggedFault]:
     """The stored faults of the run's finished episodes (role drift too when `judge` is the judge whose drift faults
-    were stored), in episode and turn order, as a reviewer is asked about them. Errored episodes are left out, as every
-    rate of a report leaves them out: reviewing them would be paid for and never shown."""
+    were stored), in episode and turn order, as a reviewer is asked about them, each with what its kind means
+    (`meanings`, the detector's). Errored episodes are left out, as every rate of a report leaves them out: reviewing
+    them would be paid for and never shown."""
     finished = store.done_episode_ids(run_id)
     frame = faults_df(store, run_id, judge)
-    return [FlaggedFault(eid, int(turn), kind, evidence)
+    return [FlaggedFault(eid, int(turn), kind, evidence, (meanings or {}).get(kind, ""))
             for eid, turn, kind, evidence in frame[["episode_id", "turn_index", "kind", "evidence"]].itertuples(index=False, name=None)
             if eid in finished]
 

@@ -30,6 +30,8 @@ class FaultDetector(Protocol):
 
     names: Mapping[str, str]
     """Each fault kind it flags → its short name (replay's marks and filter), in the order reports show them."""
+    meanings: Mapping[str, str]
+    """Each fault kind → what it means, in the words a fault reviewer reads (testbed.judges.fault_review)."""
 
     def store_faults(self, store: Any, run_id: str) -> int:
         """Detect and store the faults of the run's episodes not yet checked; how many episodes it checked now."""

@@ -23,7 +23,8 @@ from testbed.analysis.tau2.report import tau2_report  # noqa: E402
 from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.cli import app  # noqa: E402
-from testbed.judges.fault_review import (FAULT_MEANINGS, PROMPT_SLOTS, PROMPT_VERSION, REVIEWER, UnparsableReview,  # noqa: E402
+from testbed.analysis.tau2.stored_faults import FAULT_MEANINGS  # noqa: E402
+from testbed.judges.fault_review import (PROMPT_SLOTS, PROMPT_VERSION, REVIEWER, UnparsableReview,  # noqa: E402
                                          load_reviewer, parse_review, prompt_path)
 from testbed.judges.fault_review_run import review_faults  # noqa: E402
 from testbed.running.runner import run_scenario  # noqa: E402

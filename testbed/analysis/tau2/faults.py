@@ -14,7 +14,7 @@ import pandas as pd
 
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2.metrics import is_success
-from testbed.analysis.tau2.stored_faults import run_faults
+from testbed.analysis.tau2.stored_faults import FAULT_MEANINGS, run_faults
 from testbed.judges.fault_review import FlaggedFault
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
 from testbed.store import Store
@@ -106,7 +106,8 @@ def flagged_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None
     out, as every rate of a report leaves them out: reviewing them would be paid for and never shown)."""
     full, episodes, faults = _detected(store, run_id, judge)
     finished = set(episodes.episode_id[episodes.status == "done"])
-    return [FlaggedFault(eid, f.turn_index, f.kind, f.evidence) for eid in sorted(faults) if eid in finished for f in faults[eid]]
+    return [FlaggedFault(eid, f.turn_index, f.kind, f.evidence, FAULT_MEANINGS[f.kind])
+            for eid in sorted(faults) if eid in finished for f in faults[eid]]
 
 
 REVIEW_COLUMNS = [*TURN_COLUMNS, "reviewed", "verdict"]

@@ -28,6 +28,14 @@ RULES_VERSION = "1"
 """The version of the rules in testbed.scenarios.tau2.user_faults; a new one marks faults stored before as older."""
 RULES = JudgeIdentity("tau2-user-rules", RULES_VERSION)
 """The identity stored with every fault the rules find."""
+FAULT_MEANINGS = {
+    "premature_stop": "the user ended the conversation while work it had asked for was still undone",
+    "revealed_early": "the user volunteered a piece of its information before the agent asked for it",
+    "invented_fact": "the user stated an id, number, name, amount or state that nothing it knew or saw supports",
+    "ungrounded_device_claim": "the user reported a state of its device before anything it checked showed that state",
+    "role_drift": "the user stopped speaking as the customer (it echoed the agent or planned aloud)",
+}
+"""What each fault kind means, in the words a fault reviewer reads (testbed.judges.fault_review)."""
 FAULT_NAMES = {"premature_stop": "premature", "revealed_early": "early", "invented_fact": "invented",
                "ungrounded_device_claim": "ungrounded", "role_drift": "drift"}
 """The short name replay's table shows for each fault kind (`FAULT_KINDS`, in its order); each is a part of its kind's
@@ -86,6 +94,7 @@ class Tau2FaultDetector:
     """The τ² kind's `FaultDetector` (testbed.specs.kind_views)."""
 
     names = FAULT_NAMES
+    meanings = FAULT_MEANINGS
 
     def store_faults(self, store: Store, run_id: str) -> int:
         """Run the rules over the run's episodes not yet checked and store what they find; how many were checked."""

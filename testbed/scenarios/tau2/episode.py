@@ -12,6 +12,7 @@ from testbed.frameworks.tool_desk import ToolDesk
 from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2
 from testbed.transcript import Message, Transcript
 
+
 def start_episode(task: Any, new_environment, system_prompt: str, speaker: str,
                   episode_id: str | None = None) -> tuple[Transcript, ToolDesk]:
     """The transcript's opening (the assistant's system prompt, then the task's message history or τ²'s greeting) and a
@@ -28,4 +29,12 @@ def start_episode(task: Any, new_environment, system_prompt: str, speaker: str,
     opening = from_tau2(history, 1) if history else [Message("assistant", GREETING, SCRIPTED, 1)]
     for m in opening:
         transcript.append(m)
-    return transcript, ToolDesk(environment)
+    return transcript, ToolDesk(environment, environment_response)
+
+
+def environment_response(environment: Any, call_id: str, name: str, arguments: dict, requestor: str) -> tuple[str, bool]:
+    """τ²'s environment's answer to one tool call (as τ²'s ToolCall): its text, and whether it is a tool error."""
+    from tau2.data_model.message import ToolCall as Tau2Call
+
+    reply = environment.get_response(Tau2Call(id=call_id, name=name, arguments=arguments, requestor=requestor))
+    return reply.content or "", bool(reply.error)

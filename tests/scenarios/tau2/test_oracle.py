@@ -9,6 +9,7 @@ import random
 import pytest
 
 from testbed.scenarios.tau2.domains import domain
+from testbed.scenarios.tau2.episode import environment_response
 from testbed.frameworks.tool_desk import ToolDesk
 from testbed.scenarios.tau2.oracle import OracleAssistant, expected_calls, final_words, oracle_episode
 from testbed.transcript import ToolCall
@@ -59,7 +60,7 @@ def test_an_episode_never_changes_the_database_every_other_episode_starts_from()
     before = d.new_environment().get_db_hash()
     writes = lambda c: not c.name.startswith(("get_", "search_", "list_", "calculate", "think"))
     task = next(d.tasks[t] for t in oracle_tasks("airline") if any(writes(c) for c in expected_calls(d.tasks[t])))
-    desk = ToolDesk(d.new_environment())
+    desk = ToolDesk(d.new_environment(), environment_response)
     results = [desk.answer(c, "assistant", i) for i, c in enumerate(expected_calls(task))]
     assert not any(r.tool_result.error for r in results)
     assert desk.environment.get_db_hash() != before, "the episode's own database changed"
