@@ -22,10 +22,13 @@ def plot(
     """Draw accuracy vs follow-up, follow-up vs temperature, perturbation effects, failure modes, in-role
     survival and, on real contexts, realism; a figure the run cannot support is skipped with the reason."""
     from testbed.analysis.figures.drawing import write_figures
+    from testbed.analysis.frames import shared_reads
+
     db = open_store(store, readonly=True)
     run, who = labelled_run(db, run_id, judge)
     folder = output_folder(out if out is not None else Path("plots") / run)
-    result = write_figures(db, run, who, folder)
+    with shared_reads():
+        result = write_figures(db, run, who, folder)
     for png in result.written:
         say(f"wrote {png} (numbers in {png.with_suffix('.csv').name})")
     for name, reason in result.skipped:

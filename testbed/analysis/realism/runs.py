@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from testbed.analysis.frames import run_frames
 from testbed.analysis.realism.table import REAL_SOURCE, REALISM_COLUMNS, human_baseline, realism_frame_columns, realism_table
 from testbed.scenarios.human_reference import HUMAN_MODE, WEAK_HUMAN_MODEL
 from testbed.store import Store
-from testbed.store.frames import turns_df
+from testbed.store.frames import identity_of, run_id_of
 from testbed.store.records import JudgeIdentity
 
 
@@ -36,8 +37,10 @@ class RunRealism:
 
 
 def realism_turns(store: Store, run_id: str, judge: JudgeIdentity | str | None = None) -> pd.DataFrame:
-    """The run's turns frame for `realism_table`: one row per finished, unperturbed episode's first user turn."""
-    frame = turns_df(store, run_id, judge)
+    """The run's turns frame for `realism_table`: one row per finished, unperturbed episode's first user turn.
+    `run_id` may be a unique prefix and `judge` a selector; the run's frames are the command's (`run_frames`)."""
+    full = run_id_of(store, run_id)
+    frame = run_frames(store, full, identity_of(store, full, judge) if judge is not None else None).judged_turns
     columns = list(realism_frame_columns)
     if frame.empty:
         return pd.DataFrame(columns=columns)
