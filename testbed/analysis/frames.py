@@ -23,17 +23,22 @@ _SHARED: ContextVar[dict | None] = ContextVar("shared_reads", default=None)
 
 
 @contextlib.contextmanager
-def shared_reads() -> Iterator[None]:
+def shared_reads(*runs: RunFrames) -> Iterator[None]:
     """Within the block, each run is one `RunFrames` (`run_frames`), so its frames are read from the store once.
 
     A report prints several tables from the same frames; at study size each read takes a second or
     more, so the report's tables share them. Only inside the block: outside it every call reads
     afresh, so a notebook never sees a stale frame. A block inside another shares the outer one's runs.
+    `runs` already read (a comparison's) are the block's frames of those runs.
     """
-    if _SHARED.get() is not None:
+    outer = _SHARED.get()
+    shared = outer if outer is not None else {}
+    for run in runs:
+        shared.setdefault((id(run.store), run.run_id), run)
+    if outer is not None:
         yield
         return
-    token = _SHARED.set({})
+    token = _SHARED.set(shared)
     try:
         yield
     finally:

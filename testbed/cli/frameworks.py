@@ -102,6 +102,13 @@ def _say_run(done, out) -> None:
 
 
 def _print_comparison(comparison, fmt: str, db) -> None:
+    from testbed.analysis.frames import shared_reads
+
+    with shared_reads(*comparison.frames.values()):
+        _print_tables(comparison, fmt, db)
+
+
+def _print_tables(comparison, fmt: str, db) -> None:
     from testbed.analysis.reports.compare_render import comparison_tables, comparison_text
 
     frame, shapes, episode = comparison.frame, comparison.shapes, comparison.episode

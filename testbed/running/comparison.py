@@ -63,6 +63,9 @@ class Comparison:
     baselines: dict[str, str] = field(default_factory=dict)
     """Row → the run of its assistant with the scripted τ² user under the native loop (`simulator_gap`), whose reward
     its simulator-gap columns are measured against."""
+    frames: dict[str, RunFrames] = field(default_factory=dict)
+    """Framework → its run's frames under the labeller its row shows, as the comparison read them: what the tables
+    printed beside it read (`testbed.analysis.frames.shared_reads(*frames.values())`), so no run is read twice."""
 
     @property
     def run_ids(self) -> dict[str, str]:
@@ -205,7 +208,7 @@ def comparison_of(store: Store, scenario: str, runs: list[FrameworkRun], baselin
     frames = {framework: RunFrames(store, run_id, labellers[framework]) for framework, run_id in run_ids.items()}
     frame = compare_runs(frames, {row: RunFrames(store, run_id) for row, run_id in (baselines or {}).items()})
     episode, shapes = compare_requests(store, run_ids)
-    return Comparison(scenario, runs, frame, episode, shapes, labellers, dict(baselines or {}))
+    return Comparison(scenario, runs, frame, episode, shapes, labellers, dict(baselines or {}), frames)
 
 
 def compare(scenario: str | Path | ResolvedScenario, frameworks: Sequence[str] | None = None, store: Any = None, *,

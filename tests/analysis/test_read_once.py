@@ -56,3 +56,16 @@ def test_a_dialogue_report_with_its_judge_reads_the_run_once(tmp_path):
     frame, counted = traced(store, lambda: report_frame(store, "native", JUDGE))
     assert frame.user_turns.sum() == 3 and frame.judged.sum() == 3
     assert counted == {("episodes", "native"): 1, ("messages", "native"): 1, ("labels", "native"): 1}
+
+
+def test_a_comparisons_frames_are_what_the_tables_beside_it_read(tmp_path):
+    from testbed.analysis.frames import run_frames, shared_reads
+    from testbed.store.run_frames import RunFrames
+
+    store = labelled(tmp_path)
+    read = RunFrames(store, "native", JUDGE)
+    with shared_reads(read):
+        assert run_frames(store, "native", JUDGE) is read and run_frames(store, "native").judge is None
+        _, counted = traced(store, lambda: (run_frames(store, "native", JUDGE).turns, read.episodes))
+    assert counted == {("messages", "native"): 1, ("episodes", "native"): 1}, "asked inside the block, read once"
+    assert run_frames(store, "native", JUDGE) is not read, "outside the block, afresh"
