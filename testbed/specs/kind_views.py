@@ -57,12 +57,19 @@ class KindViews:
     name: str
     """The name it is registered under in testbed.specs.registries.VIEWS."""
     faults: FaultDetector | None = None
+    """Its per-turn simulated-user fault detector."""
     compare_cells: Callable[..., dict] | None = None
+    """`(run: RunFrames) -> {column: value}`: a comparison row's extra cells."""
     compare_paired: Callable[..., dict] | None = None
+    """`(run: RunFrames, baseline: RunFrames) -> {column: value}`: the extra cells of a row paired with the baseline."""
     compare_columns: Callable[..., tuple[list, list]] | None = None
+    """`(frame) -> (middle, last)`: (header, formatter) pairs of those cells, after the lead columns and at the end."""
     simulator_gap: Callable[..., dict] | None = None
+    """`(run: RunFrames, reference: RunFrames) -> {column: value}`: the reward a row lost to its simulated user."""
     reference_user: Callable[..., Any] | None = None
+    """`(scenario) -> ResolvedAgent | None`: the reference user the simulator gap is measured against."""
     errored_as: tuple[str, ...] = ()
+    """How its report may count errored episodes (`report --errored`), the default first."""
 
 
 NO_VIEWS = KindViews("none")
