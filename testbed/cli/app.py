@@ -13,11 +13,13 @@ from typing import Annotated, Optional
 
 import typer
 from testbed.backends.base import BackendError
+from testbed.cli.choices import framework_help
 from testbed.cli.given_names import given_name
 from testbed.cli.shell import Terminated, console, err_console, fail, open_store, run_async, say
 from testbed.fitted_table import FitColumn, FittedTable
 from testbed.specs.errors import SpecError
-from testbed.specs.registries import FRAMEWORKS, default_framework
+from testbed.specs.registries import default_framework
+from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.sqlite_store import StoreError
 from testbed.terminal_text import neutralised
 
@@ -38,9 +40,9 @@ def run(
     run_id: Annotated[Optional[str], typer.Option("--run-id", help="run id (default: scenario name + spec hash, so reruns resume)")] = None,
     store: StoreOpt = None,
     report: Annotated[bool, typer.Option(help="print the report when the run ends")] = True,
-    judge: Annotated[bool, typer.Option(help="label the user turns with the default judge (learned) when the run ends")] = True,
+    judge: Annotated[bool, typer.Option(help=f"label the user turns with the default judge ({DEFAULT_JUDGE}) when the run ends")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
-    framework: Annotated[str, typer.Option("--framework", help=f"who runs the turn loop: {' | '.join(FRAMEWORKS.names())}")] = default_framework(),
+    framework: Annotated[str, typer.Option("--framework", help=framework_help("who runs the turn loop"))] = default_framework(),
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes, replacing the scenario's (e.g. instructed)")] = None,
     wire: Annotated[Optional[bool], typer.Option("--wire/--no-wire", help=f"keep the wire log of every request (default: on for every framework but {default_framework()})")] = None,
 ) -> None:
@@ -82,7 +84,6 @@ def run(
     if judge:
         from testbed.judges.runner import judge_run
         from testbed.judges.specs import load_judge
-        from testbed.store.labels import DEFAULT_JUDGE
 
         labelled = asyncio.run(judge_run(db, summary.run_id, load_judge(DEFAULT_JUDGE), show_progress=False))
         say(f"labelled {labelled.scored} new user turns with the {DEFAULT_JUDGE} judge ({labelled.identity})")

@@ -8,13 +8,14 @@ import typer
 
 from testbed.backends.base import BackendError
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async, say
+from testbed.cli.choices import judge_help
 from testbed.cli.given_names import given_judge
 from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
 from testbed.store.sqlite_store import StoreError
 
 KEPT = "Reviews written before this are kept; run the same command again to continue."
-JUDGE_HELP = "the reviewing model: an agent spec, or an LLM judge spec (its agent and settings)"
+JUDGE_HELP = judge_help("the reviewing model: an agent spec, or an LLM judge (its agent and settings)", prompted=True)
 LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (default: the run's reviewed, learned or local labels; none: no drift)"
 
 

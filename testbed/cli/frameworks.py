@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import KEPT, StoreOpt, app, console, err_console, fail, open_store, run_async, say, split_list
+from testbed.cli.choices import framework_names, judge_help
 from testbed.cli.given_names import given_judge
 from testbed.cli.shell import Terminated
 from testbed.fitted_table import FitColumn, FittedTable
@@ -20,7 +21,7 @@ from testbed.store.sqlite_store import StoreError
 COMPARE_FORMATS = ("table", "markdown", "csv", "json")
 FULL_HINT = "--full shows it whole"
 """How `testbed wire` says a long message or body can be printed whole."""
-EVERY_FRAMEWORK = ",".join(FRAMEWORKS.names())
+EVERY_FRAMEWORK = framework_names(",")
 """Every registered framework, in registration order (`--frameworks` defaults to those that run the scenario's kind)."""
 
 
@@ -46,7 +47,7 @@ def compare(
     user_modes: Annotated[Optional[str], typer.Option("--user-modes", help="comma-separated user modes (default: those every framework compared can run)")] = None,
     assistant: Annotated[Optional[str], typer.Option(help="agent spec for the assistant, replacing the scenario's")] = None,
     user: Annotated[Optional[str], typer.Option(help="agent spec for the simulated user, replacing the scenario's")] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", help="who labels every user turn: learned | local | followup | failure-modes | a judge spec")] = DEFAULT_JUDGE,
+    judge: Annotated[str, typer.Option("--judge", "-j", help=judge_help("who labels every user turn"))] = DEFAULT_JUDGE,
     format: Annotated[str, typer.Option("--format", "-f", help="table | markdown | csv | json (their shape: below)")] = "table",
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
@@ -54,7 +55,7 @@ def compare(
     simulator_gap: Annotated[bool, typer.Option("--simulator-gap", help="τ²: also run each native row's assistant with the scripted user, and show the reward its model user lost on the same tasks")] = False,
 ) -> None:
     """Run a scenario once per framework into one store (resumable), label every user turn with one judge,
-    and print the frameworks side by side, paired with `native` on the same episodes.
+    and print the frameworks side by side, paired with the baseline framework on the same episodes.
 
     --format json prints one object: frameworks (a record per framework, every column), requests (the episode and
     each framework's request shapes) and, over real users, realism (each framework's realism table: title,

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.choices import judge_help
 from testbed.cli.report_output import error_rates_file
 from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, say
@@ -36,7 +37,7 @@ def _load_judge(judge: str, model: str | None, option: str = "--judge"):
 @app.command()
 def judge(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="learned | local | learned-1 | followup | failure-modes | a judge spec path")] = DEFAULT_JUDGE,
+    judge: Annotated[str, typer.Option("--judge", "-j", help=judge_help("who labels the user turns"))] = DEFAULT_JUDGE,
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on, replacing the spec's")] = None,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -117,7 +118,7 @@ def agree(
 @app.command("eval-judge")
 def eval_judge(
     gold: Annotated[Path, typer.Argument(help="JSONL with question, assistant, user_turn, label per line", exists=True, dir_okay=False)],
-    judge: Annotated[str, typer.Option("--judge", "-j", help="learned | local | learned-1 | followup | failure-modes | a judge spec path")] = DEFAULT_JUDGE,
+    judge: Annotated[str, typer.Option("--judge", "-j", help=judge_help("who labels the user turns"))] = DEFAULT_JUDGE,
     model: Annotated[Optional[str], typer.Option(help="agent spec the LLM judge runs on")] = None,
     save_error_rates: Annotated[Optional[Path], typer.Option(help="write the judge's follow-up error counts here (for `report --correct-with`)")] = None,
     record: Annotated[bool, typer.Option("--record", help="append the result to judge-evaluations.jsonl in the testbed cache, "
@@ -128,7 +129,7 @@ def eval_judge(
     review_share: Annotated[Optional[float], typer.Option("--review-share", min=0.0, max=1.0, help="with --correct-with: "
                             "the least sure share of turns take the reference label, as `testbed review` would send them, "
                             "and each condition's reviewed rate is corrected as the report corrects it")] = None,
-    reviewer: Annotated[Optional[str], typer.Option("--reviewer", help="an LLM judge that gives labels (failure-modes, or a judge spec path) "
+    reviewer: Annotated[Optional[str], typer.Option("--reviewer", help=judge_help("an LLM judge that gives labels", prompted=True) + " "
                         "that reviews the fast judge's least sure turns: prints the agreement of reviewed labels with this "
                         "reviewer instead of the reference; only those turns are judged")] = None,
     reviewer_model: Annotated[Optional[str], typer.Option("--reviewer-model", help="agent spec the reviewer runs on")] = None,

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async
+from testbed.cli.choices import judge_help
 from testbed.cli.given_names import given_judge, given_name
 from testbed.cli.shell import Terminated, require_user_turns
 from testbed.specs.errors import SpecError
@@ -18,10 +19,10 @@ from testbed.store.sqlite_store import StoreError
 @app.command()
 def review(
     run_id: Annotated[str, typer.Argument(help="run id (a unique prefix is enough)")],
-    by: Annotated[str, typer.Option("--by", help="who reviews: human:NAME (the labelling app) or a judge (failure-modes, a judge spec path)")],
+    by: Annotated[str, typer.Option("--by", help=judge_help("who reviews: human:NAME (the labelling app) or an LLM judge", prompted=True))],
     share: Annotated[float, typer.Option("--share", help="share of the turns to review, least sure first (0 < share ≤ 1)")] = 0.2,
     model: Annotated[Optional[str], typer.Option(help="agent spec the reviewing model judge runs on, replacing the spec's")] = None,
-    fast: Annotated[str, typer.Option("--fast", help="the fast judge whose doubt picks the turns (labels the run first if it has not)")] = DEFAULT_JUDGE,
+    fast: Annotated[str, typer.Option("--fast", help=judge_help("the fast judge whose doubt picks the turns (labels the run first if it has not)", prompted=False))] = DEFAULT_JUDGE,
     app_: Annotated[bool, typer.Option("--app/--no-app", help="with human:NAME, open the labelling app on the chosen turns (needs a terminal)")] = True,
     store: StoreOpt = None,
 ) -> None:

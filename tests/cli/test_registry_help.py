@@ -1,0 +1,42 @@
+"""The CLI's help lists the frameworks and judges that exist, read from their registries and the built-in judge specs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from testbed.judges.specs import builtin_judges
+from testbed.specs.registries import JUDGE_KINDS
+
+HELP_WITH_A_PLUGIN = """
+import sys
+from testbed.specs.registries import FRAMEWORKS
+FRAMEWORKS.register("fakefw", "testbed.frameworks.catalogue:NATIVE")
+from typer.testing import CliRunner
+from testbed.cli import app
+for command in sys.argv[1:]:
+    print(CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "300"}).output)
+    print("=====")
+"""
+"""A plug-in registers a framework before the command line is built (importing testbed.cli builds it)."""
+
+
+def helps(*commands: str) -> dict[str, str]:
+    out = subprocess.run([sys.executable, "-c", HELP_WITH_A_PLUGIN, *commands], capture_output=True, text=True, check=True).stdout
+    return dict(zip(commands, out.split("=====")))
+
+
+def test_a_registered_framework_is_offered_by_run_and_compare():
+    shown = helps("run", "compare")
+    for command, text in shown.items():
+        assert "fakefw" in text, f"`testbed {command} --help` does not list the registered framework"
+    assert "native | autogen | langgraph | camel | tau2 | fakefw" in " ".join(shown["run"].split())
+
+
+def test_judge_help_lists_every_built_in_judge_and_judge_kind():
+    shown = helps("judge", "compare", "eval-judge")
+    assert set(builtin_judges()) >= {"learned", "local", "followup", "failure-modes"}
+    for command, text in shown.items():
+        flat = " ".join(text.split())
+        assert all(name in flat for name in builtin_judges()), command
+        assert f"(kind {' | '.join(JUDGE_KINDS.names())})" in flat, command
