@@ -105,3 +105,21 @@ def test_report_compare_and_replay_read_a_stored_tau2_run_with_tau2_blocked(judg
     assert [kind for _, kind, _ in read["marks"][STOPPED]] == ["invented_fact", "premature_stop"]
     assert read["marks"][STOPPED][0][2] == INVENTED
     assert read["marks"][DONE] == [[drift_turn, "role_drift", "echo_assistant"]]
+
+
+def test_testbed_judge_stores_the_faults_its_labels_imply_under_its_identity(judged_run, tmp_path):
+    from typer.testing import CliRunner
+
+    from testbed.cli import app
+    from testbed.store.labels import identities
+    from testbed.store.user_faults import checked_episodes
+
+    path, run_id, _ = judged_run
+    copy = tmp_path / "store.sqlite"
+    copy.write_bytes(path.read_bytes())
+    done = CliRunner().invoke(app, ["judge", run_id, "--judge", "local", "--store", str(copy), "-q"])
+    assert done.exit_code == 0, done.output
+    store = Store(copy, readonly=True)
+    (local,) = [who for who in identities(store, run_id) if who != WHO]
+    assert len(checked_episodes(store, run_id, local)) == 2, "the judge's faults are stored for both episodes"
+    assert set(faults_df(store, run_id, local).detector) <= {str(RULES), str(local)}
