@@ -1,7 +1,7 @@
 """Reviews of flagged simulated-user faults: a model's word on whether each one hindered the agent.
 
-A rule flags a fault on a user turn (testbed.scenarios.tau2.user_faults); a reviewer (a model under a
-`JudgeIdentity`) says whether it *hindered* the agent or was *harmless*. Reviews are appended like labels:
+A kind's detector flags a fault on a user turn (its views' `faults`, the flags stored in testbed.store.user_faults); a
+reviewer (a model under a `JudgeIdentity`) says whether it *hindered* the agent or was *harmless*. Reviews are appended like labels:
 a rerun that scores a fault left unscored adds a row, and the latest row per fault and reviewer counts.
 An unscored review has no verdict and keeps the reply it could not read.
 """
