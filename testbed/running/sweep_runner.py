@@ -17,7 +17,8 @@ from rich.console import Console
 from testbed.backends.base import Backend
 from testbed.backends.factory import BackendPool
 from testbed.provenance import git_revision, package_versions
-from testbed.running.runner import RunSummary, execute_units, leased_run, pending_units, plan, preflight, replica_ledger, timed
+from testbed.running.runner import (RunSummary, execute_units, leased_run, pending_units, plan, preflight, replica_ledger,
+                                    store_user_faults, timed)
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.sweep import ResolvedSweep
 from testbed.store import Store
@@ -111,6 +112,7 @@ async def run_sweep(
             async with AgentServers(console if show_progress else None) as servers, timed(store, run_id):
                 with replica_ledger(store, run_id) as watch:
                     await _run_cells(work, store, run_id, sweep.spec.name, backends, servers, watch, console, show_progress)
+        store_user_faults(store, run_id, sweep.spec.scenario, console)
         return state.finish(store, total, todo)
 
 

@@ -18,6 +18,7 @@ from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.running.sweep_runner import run_sweep, sweep_run_id
 from testbed.transcript import Usage
 from testbed.store.run_frames import RunFrames
+from testbed.store.user_faults import checked_episodes
 
 
 @pytest.fixture
@@ -58,6 +59,7 @@ def test_a_tau2_sweep_runs_every_user_at_every_temperature_into_one_run(users_sw
     assert sorted(zip(report.user_model, report.temperature)) == [(n, t) for n in ("calm-model", "terse-model") for t in (0.0, 1.0)]
     assert (report.episodes == 4).all() and (report.tasks == 2).all() and (report.errors == 0).all()
     assert (report.end_user_stop == 1.0).all(), "every user said stop on its first turn"
+    assert len(checked_episodes(store, summary.run_id)) == 16, "the sweep stored every episode's user faults as it ended"
 
 
 def test_a_tau2_sweep_has_no_dataset_axis_and_one_user_axis(users_sweep):
