@@ -23,7 +23,7 @@ from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.references import ReferenceTurn, reference_turns
 from testbed.store.user_faults import FaultRow
-from testbed.transcript import Message
+from testbed.transcript import Message, is_assistant, is_user
 
 GRAPH_CHARS = 100_000
 """Characters of each message that source edges are looked for in: word n-grams of a 10 MB text cost seconds."""
@@ -100,7 +100,7 @@ def _perturbed_index(messages: list[Message], perturbation: str, first_generated
     if perturbation == "none":
         return None
     answers = [m for m in messages
-               if m.role == "assistant" and m.spoken and (first_generated is None or m.turn_index < first_generated)]
+               if is_assistant(m) and m.spoken and (first_generated is None or m.turn_index < first_generated)]
     shared = [m for m in answers if m.reused_from]
     chosen = shared or answers
     return chosen[-1].turn_index if chosen else None
@@ -119,7 +119,7 @@ def _references(store: Store, run_id: str, episode: EpisodeRecord) -> tuple[Refe
     if episode.key.user_mode == HUMAN_MODE:
         return ()
     found = reference_turns(store, run_id, episode.key.item_id, user_mode=HUMAN_MODE)
-    return tuple(r for r in found if r.message.role == "user")
+    return tuple(r for r in found if is_user(r.message))
 
 
 def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judge: JudgeIdentity | None) -> EpisodeView:

@@ -26,6 +26,7 @@ from testbed.store import LabelRecord
 from testbed.long_text import HEAD_CHARS, pieces, text_blocks, text_in_part
 from testbed.store.references import ReferenceTurn
 from testbed.terminal_text import neutralised
+from testbed.transcript import is_tool
 
 ROLE_STYLES = {"system": "grey58", "user": "cyan", "assistant": "green", "tool": RESULT_STYLE}
 """The colour of each true role's badge and border."""
@@ -85,7 +86,7 @@ def turn_title(turn: TurnView) -> Text:
     m = turn.message
     title = role_badge(m.role)
     title.append(neutralised(f" {m.speaker or '-'} · turn {m.turn_index}"))
-    if m.role == "tool":
+    if is_tool(m):
         title.append_text(result_heading(m, turn.call_turn))
     elif m.tool_calls:
         title.append(f" · {len(m.tool_calls)} tool call{'s' if len(m.tool_calls) != 1 else ''}")
@@ -98,7 +99,7 @@ def turn_title(turn: TurnView) -> Text:
 
 def _body(turn: TurnView, folded: bool, head: int | None, hint: str) -> list[RenderableType]:
     m = turn.message
-    if m.role == "tool":
+    if is_tool(m):
         return [*pieces(result_body(m, folded=folded, head=head, hint=hint))]
     parts: list[RenderableType] = [*text_blocks(m.content, hint, head=head)] if m.content else []
     if m.tool_calls:

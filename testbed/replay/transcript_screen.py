@@ -31,6 +31,7 @@ from testbed.replay.episode_view import EpisodeView, TurnView, episode_view
 from testbed.replay.render import APP_HINT, episode_header, turn_panel
 from testbed.store import JudgeIdentity
 from testbed.terminal_text import neutralised
+from testbed.transcript import is_tool
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 """Play speeds in turns per second."""
@@ -108,7 +109,7 @@ class TranscriptScreen(Screen):
         """Characters of the longest text the panel at `position` shows in part: its content (unless it is a folded tool
         result) or a human reference under it."""
         turn = self.view.turns[position]
-        shown = turn.message.content if turn.message.role != "tool" or self.unfolded else ""
+        shown = turn.message.content if not is_tool(turn.message) or self.unfolded else ""
         return max([len(shown), *(len(r.message.content) for r in turn.references)])
 
     def head(self, position: int) -> int | None:
@@ -151,8 +152,8 @@ class TranscriptScreen(Screen):
     def action_tools(self) -> None:
         """Unfold every tool result of the episode, or fold them again."""
         self.unfolded = not self.unfolded
-        self.redraw([i for i, turn in enumerate(self.view.turns) if turn.message.role == "tool"])
-        if not any(t.message.role == "tool" for t in self.view.turns):
+        self.redraw([i for i, turn in enumerate(self.view.turns) if is_tool(turn.message)])
+        if not any(is_tool(t.message) for t in self.view.turns):
             self.app.notify("this episode has no tool results", severity="information")
 
     @property
