@@ -45,6 +45,7 @@ def judge(
     """Label every user turn of a run; turns this judge already scored are skipped, other judges' labels stay."""
     from testbed.backends.base import BackendError
     from testbed.judges.runner import judge_run
+    from testbed.running.runner import store_judged_faults
 
     resolved = _load_judge(judge, model)
     db = open_store(store)
@@ -60,16 +61,6 @@ def judge(
         fail("stopped; labels written before this are kept; run the same command again to continue.", 130)
     console.print(f"judge {summary.identity}: {summary.scored} scored, {summary.unscored} unscored of {summary.turns - summary.skipped} "
                   f"turns judged now; {summary.skipped} already scored before")
-
-
-def store_judged_faults(db, run_id: str, identity) -> None:
-    """Store the simulated-user faults the judge's labels imply (role drift), under the judge's identity, with the rules'
-    faults of any episode still without them, when the run's kind detects faults (testbed.specs.kind_views)."""
-    from testbed.specs.registries import kind_views
-
-    detector = kind_views(db.run(run_id).kind).faults
-    if detector is not None:
-        detector.store_judged_faults(db, run_id, identity)
 
 
 @app.command()

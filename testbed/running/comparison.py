@@ -21,7 +21,7 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.base import frameworks_for, supported_modes
 from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
-from testbed.running.runner import RunSummary, preflight, run_scenario
+from testbed.running.runner import RunSummary, preflight, run_scenario, store_judged_faults
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
 from testbed.specs.registries import FRAMEWORKS, default_framework, kind_views
 from testbed.store import JudgeIdentity, Store
@@ -153,6 +153,7 @@ async def run_comparison(scenario: ResolvedScenario, store: Store, frameworks: S
         try:
             summary = await run_scenario(target, store, console=console, show_progress=show_progress, framework=framework, wire=True)
             labelled = await judge_run(store, summary.run_id, labeller, console=console, show_progress=False)
+            store_judged_faults(store, summary.run_id, labelled.identity)
         except BackendError as exc:
             raise FrameworkFailed(name, exc) from exc
         done.append(FrameworkRun(name, summary, labelled))

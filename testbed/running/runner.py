@@ -28,7 +28,7 @@ from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
 from testbed.specs.registries import BACKENDS, KINDS, default_framework, kind_views
-from testbed.store import EpisodeOutcome, Store
+from testbed.store import EpisodeOutcome, JudgeIdentity, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.replica_counts import add_replica_counts
@@ -156,6 +156,16 @@ def store_user_faults(store: Store, run_id: str, kind: str, console: Console | N
     except Exception as exc:  # noqa: BLE001 - the episodes are stored; the faults can be stored again later
         (console or Console(stderr=True)).print(f"[yellow]user faults of {run_id} not stored ({type(exc).__name__}: {exc}); "
                                                 f"`testbed judge {run_id}` stores them[/yellow]")
+
+
+def store_judged_faults(store: Store, run_id: str, judge: JudgeIdentity) -> None:
+    """Store the simulated-user faults `judge`'s labels imply (role drift) under the judge's identity, with the rules'
+    faults of any episode still without them, once, as judging ends (`testbed judge`, a comparison), when the run's
+    kind detects faults (testbed.specs.kind_views)."""
+    run = store.find_run(run_id)
+    detector = kind_views(run.kind if run is not None else None).faults
+    if detector is not None:
+        detector.store_judged_faults(store, run_id, judge)
 
 
 def run_log(store: Store, run_id: str, framework: str) -> contextlib.AbstractContextManager:
