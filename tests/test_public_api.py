@@ -37,7 +37,8 @@ def test_importing_testbed_loads_nothing_heavy():
             "if m.startswith(('testbed.', 'pandas', 'aiohttp', 'pydantic', 'httpx', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str(["testbed.datasets", "testbed.datasets.catalog", "testbed.datasets.entry", "testbed.datasets.items",
-                               "testbed.entries", "testbed.registry", "testbed.specs", "testbed.specs.registries"])
+                               "testbed.entries", "testbed.registry", "testbed.specs", "testbed.specs.kind_views",
+                               "testbed.specs.registries"])
 
 
 def test_unknown_names_are_attribute_errors():
