@@ -245,10 +245,6 @@ def is_tool(message: Any) -> bool:
     return role_of(message) == TOOL
 
 
-def is_spoken_role(message: Any) -> bool:
-    """Whether the message's role is one that speaks (`SPOKEN_ROLES`), whatever it calls."""
-    return role_of(message) in SPOKEN_ROLES
-
 
 def _speaker(message: Any) -> Any:
     try:
