@@ -245,7 +245,6 @@ def is_tool(message: Any) -> bool:
     return role_of(message) == TOOL
 
 
-
 def _speaker(message: Any) -> Any:
     try:
         return _field(message, "speaker")
