@@ -209,10 +209,9 @@ def resolve_single(path, spec: SingleSpec, user_prompt):
     return {"personas": (PersonaSpec(id="hook", name="Hook", persona="a test", goal="show the hook ran", opening="hi"),)}
 
 
-def single_report(store, run_id: str, judge) -> pd.DataFrame:
-    """The trivial kind's report: the episode count, so a test sees that its own report ran."""
-    n = store.conn.execute("SELECT COUNT(*) FROM episodes WHERE run_id=?", (run_id,)).fetchone()[0]
-    return pd.DataFrame([{"kind": "single", "episodes": n}])
+def single_report(run) -> pd.DataFrame:
+    """The trivial kind's report: the episode count of its RunFrames, so a test sees that its own report ran."""
+    return pd.DataFrame([{"kind": "single", "episodes": len(run.episodes)}])
 
 
 class SingleKind:
