@@ -73,10 +73,9 @@ class FittedTable:
         self.rows.append(list(cells))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
         widths = self.column_widths(console, options)
         if widths is None:
-            yield from self.cards(width)
+            yield from self.cards(console, options.max_width)
         else:
             yield self.as_table(widths)
 
@@ -126,16 +125,16 @@ class FittedTable:
             table.add_row(*row)
         return table
 
-    def cards(self, width: int) -> Iterable[RenderableType]:
+    def cards(self, console: Console, width: int) -> Iterable[RenderableType]:
         """The title, one card per row (its key columns as a title line, then `header: value` for each other
-        non-empty cell), and the caption, each line within `width`."""
+        non-empty cell, a long value wrapped under itself), and the caption, each line within `width`."""
         if self.title:
             yield Text(self.title, style="bold italic")
         for row in self.rows:
             yield Text("")
             if self.key:
                 yield Text(self.card_title(row), style="bold")
-            yield Padding(self._card_body(row, width - CARD_INDENT), (0, 0, 0, CARD_INDENT), expand=False)
+            yield from self._card_lines(console, row, width - CARD_INDENT)
         if self.caption:
             yield Text("")
             yield Text(self.caption, style="dim")
@@ -157,15 +156,25 @@ class FittedTable:
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
         return "\n".join(lines)
 
-    def _card_body(self, row: Sequence[RenderableType], width: int) -> Table:
+    def _card_lines(self, console: Console, row: Sequence[RenderableType], width: int) -> Iterable[RenderableType]:
+        """A card's `header: value` lines, indented by CARD_INDENT: labels padded to one width (at most half the
+        card's), each value wrapped beside its label; a label too long for that column, or a value that is not
+        text, sits on its own line with the value under it."""
         shown = [(c, v) for c, v in zip(self.columns[self.key:], row[self.key:]) if not (isinstance(v, str) and not v.strip())]
-        widest = max((cell_len(c.header) + 1 for c, _ in shown), default=0)
-        body = Table.grid(padding=(0, 1))
-        body.add_column(no_wrap=False, max_width=max(8, min(widest, width // 2)))
-        body.add_column(overflow="fold")
+        label_width = min(max((cell_len(c.header) + 1 for c, _ in shown), default=0), max(width // 2, 8))
+        indent = " " * CARD_INDENT
         for column, value in shown:
-            body.add_row(Text(f"{column.header}:", style="dim"), value)
-        return body
+            label = f"{column.header}:"
+            beside = isinstance(value, str) and cell_len(label) <= label_width
+            if not beside:
+                yield Text(indent + label, style="dim")
+                if not isinstance(value, str):
+                    yield Padding(value, (0, 0, 0, CARD_INDENT + label_width + 1), expand=False)
+                    continue
+            lines = Text(value).wrap(console, max(width - label_width - 1, 8), overflow="fold")
+            for k, line in enumerate(lines):
+                lead = indent + (label.ljust(label_width) if k == 0 and beside else " " * label_width) + " "
+                yield Text.assemble((lead, "dim"), line.rstrip() or line)
 
 
 def _longest_word(text: str) -> int:

@@ -93,7 +93,7 @@ def test_eval_judge_saves_error_rates_and_the_report_shows_corrected_rates(tmp_p
     gold.write_text("".join(json.dumps(x) + "\n" for x in lines))
     saved = tmp_path / "errors.json"
     runner = CliRunner()
-    out = runner.invoke(cli, ["eval-judge", str(gold), "--judge", "local", "--save-error-rates", str(saved)])
+    out = runner.invoke(cli, ["eval-judge", str(gold), "--judge", "local", "--save-error-rates", str(saved)], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "follow-up rate per condition" in out.output
     assert any("reference_rate" in line and "difference" in line for line in out.output.splitlines()), "the table is not wrapped"
