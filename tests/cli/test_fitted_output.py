@@ -261,14 +261,14 @@ def tau2_run(tmp_path, store):
                 "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
     summary = asyncio.run(run_scenario(load_scenario(spec), store, backends=backends, show_progress=False))
     store.close()
-    return str(store.path), summary.run_id
+    return str(store.path), summary.run_id, spec
 
 
 FAULT_HEADERS = ["premature stop (95% CI)", "invented fact (95% CI)", "any user fault (95% CI)", "failed with user fault (95% CI)"]
 
 
 def test_the_tau2_report_and_its_faults_read_at_80_columns_and_every_format_carries_the_faults(tau2_run):
-    db, run_id = tau2_run
+    db, run_id, _ = tau2_run
     shown = at(80, "report", run_id, "--store", db, "--judge", "none").stdout
     assert_fits(shown)
     assert_whole(shown, report_cells(db, run_id, None) + FAULT_HEADERS)
@@ -289,3 +289,15 @@ def test_every_help_text_wraps_within_80_columns():
     listing = at(80, "--help").stdout
     assert "Score a judge against reference labels" in listing and "With --correct-with" not in listing
     assert "realism_*" in at(80, "report", "--help").stdout, "the report's help says what its JSON holds"
+
+
+def test_a_tau2_comparison_with_its_simulator_gap_reads_at_80_columns(tau2_run, tmp_path):
+    _, _, spec = tau2_run
+    db = str(tmp_path / "compare.sqlite")
+    args = ("compare", str(spec), "--frameworks", "native", "--judge", "local", "--simulator-gap", "--store", db, "-q")
+    _, _, tables = at(80, *args).stdout.partition("frameworks compared")
+    assert_fits(tables)
+    assert_whole(tables, ["reward (95% CI)", "pass^k (k=1,2,…)", "user fault (95% CI)", "failed with user fault (95% CI)",
+                          "scripted-user reward", "simulator gap (95% CI)", "over 2 tasks"])
+    [native] = json.loads(at(80, *args, "-f", "json").stdout)["frameworks"]
+    assert {"fault_any", "failed_with_fault", "simulator_gap", "scripted_reward"} <= set(native)
