@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from testbed.analysis.frames import run_frames
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2.metrics import is_success
 from testbed.analysis.tau2.stored_faults import FAULT_MEANINGS, run_faults
 from testbed.judges.fault_review import FlaggedFault
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
 from testbed.store import Store
-from testbed.store.frames import episodes_df, run_id_of
+from testbed.store.frames import run_id_of
 from testbed.store.labels import JudgeIdentity
 
 EPISODE_COLUMNS = ["episode_id", "user_model", "user_temperature", "framework", "task_id", "reward", "termination", "failed",
@@ -61,14 +62,16 @@ def turn_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -
 
 
 def _detected(store: Store, run_id: str, judge: JudgeIdentity | None) -> tuple[str, pd.DataFrame, dict[str, list[UserFault]]]:
-    """The run's full id, its episodes, and the faults of each checked episode by id (testbed.analysis.tau2.stored_faults)."""
+    """The run's full id, its episodes, and the faults of each checked episode by id (testbed.analysis.tau2.stored_faults),
+    read once per run and judge within a command (`testbed.analysis.frames.run_frames`: the fault rates, the reviewed
+    faults and the comparison's cells of one report share them)."""
     full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
-    episodes = episodes_df(store, full, exact=True)
-    checked, found = run_faults(store, full, judge)
+    run = run_frames(store, full, judge)
+    checked, found = run.derived(("tau2 user faults", judge), lambda: run_faults(store, full, judge))
     faults: dict[str, list[UserFault]] = {eid: [] for eid in checked}
     for eid, fault in found:
         faults.setdefault(eid, []).append(fault)
-    return full, episodes, faults
+    return full, run.episodes, faults
 
 
 FAULT_RATE_COLUMNS = [*(f"fault_{k}{s}" for k in (*FAULT_KINDS, "any") for s in ("", "_lo", "_hi")),
