@@ -171,7 +171,7 @@ class FittedTable:
                 if not isinstance(value, str):
                     yield Padding(value, (0, 0, 0, CARD_INDENT + label_width + 1), expand=False)
                     continue
-            lines = Text(value).wrap(console, max(width - label_width - 1, 8), overflow="fold")
+            lines = Text(neutralised(value)).wrap(console, max(width - label_width - 1, 8), overflow="fold")
             for k, line in enumerate(lines):
                 lead = indent + (label.ljust(label_width) if k == 0 and beside else " " * label_width) + " "
                 yield Text.assemble((lead, "dim"), line.rstrip() or line)
