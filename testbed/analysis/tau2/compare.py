@@ -10,17 +10,14 @@ report give the same number for the same run.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
 from testbed.analysis.stats import wilson_interval
 from testbed.analysis.tau2.metrics import (ToolCounts, counted_rewards, is_success, paired_bootstrap_interval, pass_hat_ks,
-                                          reward_interval, tool_counts)
-from testbed.analysis.tau2.report import TAU2_REPORT
-from testbed.specs.registries import KINDS
-from testbed.store import Store
-from testbed.store.frames import episodes_df
+                                          reward_interval, run_tool_counts)
+from testbed.store.run_frames import RunFrames
 
 TASK_CONDITION = ["item_id", "user_mode", "temperature"]
 """What makes one τ² task for pass^k: the task under one user mode and temperature; its trials are the samples."""
@@ -28,20 +25,12 @@ TOOL_SIDES = {"tool": "assistant", "user_tool": "user"}
 """Column prefix → the side whose tool use it counts (the user's: τ²'s telecom phone)."""
 
 
-def all_tau2(store: Store, run_ids: Iterable[str]) -> bool:
-    """Whether every run is of a kind whose runs get the τ² report (its entry in KINDS names it): τ² tasks with
-    rewards, trials and tool use, which the comparison then shows. No runs: False."""
-    found = [store.find_run(run_id) for run_id in run_ids]
-    return bool(found) and all(r is not None and r.kind in KINDS and KINDS.entry(r.kind).report == TAU2_REPORT.name
-                               for r in found)
-
-
-def tau2_columns(store: Store, run_id: str) -> dict:
+def tau2_columns(run: RunFrames) -> dict:
     """One framework's τ² outcomes: the mean reward (errored episodes counting 0) with its 95 % interval (Wilson's on successes when every reward
     is 0 or 1, else a seeded bootstrap; `reward_interval` says which), τ²'s pass^k for k up to the fewest scored
     trials of any task (`pass_hat_<k>`), tool calls and errors per finished episode on each side, and the share of
-    episodes that errored with its Wilson interval."""
-    episodes = episodes_df(store, run_id, exact=True)
+    episodes that errored with its Wilson interval, from the run's frames."""
+    episodes = run.episodes
     scored = counted_rewards(episodes)
     rewards = [float(r) for r in scored.task_score]
     lo, hi, kind = reward_interval(rewards)
@@ -52,7 +41,7 @@ def tau2_columns(store: Store, run_id: str) -> dict:
            "reward_interval": kind, "error_share": errors / n if n else math.nan, "error_lo": error_lo, "error_hi": error_hi}
     per_task = [(len(s), sum(map(is_success, s.task_score))) for _, s in scored.groupby(TASK_CONDITION, dropna=False)]
     out.update({f"pass_hat_{k}": v for k, v in pass_hat_ks(per_task).items()})
-    counts = tool_counts(store, run_id)
+    counts = run_tool_counts(run)
     done = [counts.get(eid, ToolCounts()) for eid in episodes[episodes.status == "done"].episode_id]
     for prefix, side in TOOL_SIDES.items():
         for what in ("calls", "errors"):
@@ -61,13 +50,13 @@ def tau2_columns(store: Store, run_id: str) -> dict:
     return out
 
 
-def tau2_fault_columns(store: Store, run_id: str, judge) -> dict:
+def tau2_fault_columns(run: RunFrames) -> dict:
     """The simulated user's faults under one framework (testbed.analysis.tau2.faults, the τ² report's rates): the share
     of finished episodes with any fault and the share of failed ones with a fault, each with its Wilson interval,
-    and their counts; role drift counts when `judge` labelled the run."""
+    and their counts; role drift counts when the run's judge labelled it."""
     from testbed.analysis.tau2.faults import fault_frame, fault_rates
 
-    rates = fault_rates(fault_frame(store, run_id, judge), judge is not None)
+    rates = fault_rates(fault_frame(run), run.judge is not None)
     return {k: v for k, v in rates.items() if k.startswith(("fault_any", "failed_with_fault", "fault_episodes", "failed_episodes"))}
 
 

@@ -21,6 +21,7 @@ from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
 from testbed.store import Store
 from testbed.store.frames import run_id_of
 from testbed.store.labels import JudgeIdentity
+from testbed.store.run_frames import RunFrames
 
 EPISODE_COLUMNS = ["episode_id", "user_model", "user_temperature", "framework", "task_id", "reward", "termination", "failed",
                    "checked", *FAULT_KINDS, "any_fault"]
@@ -29,13 +30,15 @@ TURN_COLUMNS = ["episode_id", "turn_index", "kind", "evidence"]
 """The columns of `turn_faults`."""
 
 
-def fault_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+def fault_frame(source: Store | RunFrames, run_id: str | None = None, judge: JudgeIdentity | None = None) -> pd.DataFrame:
     """One row per episode of the run (errored ones too): who simulated the user and how, the task, its reward and
     termination, `failed` (an error, or a reward short of 1 by τ²'s tolerance; an unscored episode has not failed),
     `checked` (its task and messages were found), one bool per fault kind and `any_fault`. The assistant model,
-    dataset, user mode and perturbation follow, so the frame groups like a report."""
-    full, episodes, faults = _detected(store, run_id, judge)
-    framework = store.framework_of(full) if len(episodes) else None
+    dataset, user mode and perturbation follow, so the frame groups like a report. `source` is the run's frames, or a
+    store with the run's id (a unique prefix is enough) and judge."""
+    run = _frames(source, run_id, judge)
+    episodes, faults = _detected(run)
+    framework = run.store.framework_of(run.run_id) if len(episodes) else None
     rows = []
     for e in episodes.itertuples(index=False):
         found = faults.get(e.episode_id)
@@ -54,24 +57,31 @@ def fault_frame(store: Store, run_id: str, judge: JudgeIdentity | None = None) -
     return frame.astype({c: bool for c in bools}).astype({"reward": "float64", "user_temperature": "float64"})
 
 
-def turn_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> pd.DataFrame:
-    """Every fault of every checked episode: episode_id, turn_index (the user turn), kind, evidence; in episode and turn order."""
-    _, _, faults = _detected(store, run_id, judge)
+def turn_faults(source: Store | RunFrames, run_id: str | None = None, judge: JudgeIdentity | None = None) -> pd.DataFrame:
+    """Every fault of every checked episode: episode_id, turn_index (the user turn), kind, evidence; in episode and turn order.
+    `source` as `fault_frame` takes it."""
+    _, faults = _detected(_frames(source, run_id, judge))
     rows = [(eid, f.turn_index, f.kind, f.evidence) for eid in sorted(faults) for f in faults[eid]]
     return pd.DataFrame(rows, columns=TURN_COLUMNS).astype({"turn_index": "int64"})
 
 
-def _detected(store: Store, run_id: str, judge: JudgeIdentity | None) -> tuple[str, pd.DataFrame, dict[str, list[UserFault]]]:
-    """The run's full id, its episodes, and the faults of each checked episode by id (testbed.analysis.tau2.stored_faults),
-    read once per run and judge within a command (`testbed.analysis.frames.run_frames`: the fault rates, the reviewed
-    faults and the comparison's cells of one report share them)."""
-    full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
-    run = run_frames(store, full, judge)
-    checked, found = run.derived(("tau2 user faults", judge), lambda: run_faults(store, full, judge))
+def _frames(source: Store | RunFrames, run_id: str | None, judge: JudgeIdentity | None) -> RunFrames:
+    """`source` itself when it is a run's frames, else the run (a unique prefix of its id is enough) under `judge`, as
+    the command's shared frames of it (`testbed.analysis.frames.run_frames`)."""
+    if isinstance(source, RunFrames):
+        return source
+    full = run_id if source.find_run(run_id) is not None else run_id_of(source, run_id)
+    return run_frames(source, full, judge)
+
+
+def _detected(run: RunFrames) -> tuple[pd.DataFrame, dict[str, list[UserFault]]]:
+    """The run's episodes, and the faults of each checked episode by id (testbed.analysis.tau2.stored_faults), read once
+    per run and judge (`RunFrames.derived`: the fault rates, the reviewed faults and the comparison's cells share them)."""
+    checked, found = run.derived(("tau2 user faults", run.judge), lambda: run_faults(run.store, run.run_id, run.judge))
     faults: dict[str, list[UserFault]] = {eid: [] for eid in checked}
     for eid, fault in found:
         faults.setdefault(eid, []).append(fault)
-    return full, run.episodes, faults
+    return run.episodes, faults
 
 
 FAULT_RATE_COLUMNS = [*(f"fault_{k}{s}" for k in (*FAULT_KINDS, "any") for s in ("", "_lo", "_hi")),
@@ -107,7 +117,7 @@ def fault_rates(faults: pd.DataFrame, judged: bool) -> dict[str, float | int]:
 def flagged_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> list[FlaggedFault]:
     """The faults of the run's finished, checked episodes, as a reviewer is asked about them (errored episodes are left
     out, as every rate of a report leaves them out: reviewing them would be paid for and never shown)."""
-    full, episodes, faults = _detected(store, run_id, judge)
+    episodes, faults = _detected(_frames(store, run_id, judge))
     finished = set(episodes.episode_id[episodes.status == "done"])
     return [FlaggedFault(eid, f.turn_index, f.kind, f.evidence, FAULT_MEANINGS[f.kind])
             for eid in sorted(faults) if eid in finished for f in faults[eid]]
@@ -120,18 +130,19 @@ REVIEW_RATE_COLUMNS = ["fault_hindered", "fault_hindered_lo", "fault_hindered_hi
 """What `review_rates` gives a report row, in order."""
 
 
-def reviewed_faults(store: Store, run_id: str, judge: JudgeIdentity | None = None) -> tuple[JudgeIdentity, pd.DataFrame] | None:
+def reviewed_faults(source: Store | RunFrames, run_id: str | None = None,
+                    judge: JudgeIdentity | None = None) -> tuple[JudgeIdentity, pd.DataFrame] | None:
     """The reviewer that wrote last on the run (testbed.judges.fault_review) and every fault of the run's checked
     episodes with its latest review by it: `turn_faults`' columns, `reviewed` (a review exists) and `verdict`
     (`hindered`, `harmless`, None when unreviewed or unscored); None when no reviewer reviewed the run. Reviews of
-    faults the rules no longer flag are left out."""
-    full = run_id if store.find_run(run_id) is not None else run_id_of(store, run_id)
-    reviewers = store.fault_reviewers(full)
+    faults the rules no longer flag are left out. `source` as `fault_frame` takes it."""
+    run = _frames(source, run_id, judge)
+    reviewers = run.store.fault_reviewers(run.run_id)
     if not reviewers:
         return None
-    latest = {r.key: r for r in store.fault_reviews(full, reviewers[-1])}
+    latest = {r.key: r for r in run.store.fault_reviews(run.run_id, reviewers[-1])}
     rows = []
-    for eid, turn, kind, evidence in turn_faults(store, full, judge).itertuples(index=False, name=None):
+    for eid, turn, kind, evidence in turn_faults(run).itertuples(index=False, name=None):
         review = latest.get((eid, turn, kind))
         rows.append((eid, turn, kind, evidence, review is not None, review.verdict if review is not None else None))
     return reviewers[-1], pd.DataFrame(rows, columns=REVIEW_COLUMNS).astype({"turn_index": "int64", "reviewed": bool})

@@ -169,6 +169,11 @@ def tool_counts(store: Store, run_id: str) -> dict[str, ToolCounts]:
     return {eid: episode_tool_counts(messages) for eid, messages in store.iter_messages(run_id)}
 
 
+def run_tool_counts(run) -> dict[str, ToolCounts]:
+    """`tool_counts` of a run's frames (`RunFrames`), counted once per run however many tables ask."""
+    return run.derived("tau2 tool counts", lambda: tool_counts(run.store, run.run_id))
+
+
 VARY_BOTH = "both"
 VARIED_SIDES = ("user", "assistant")
 """The `vary_seeds` values that hold one side fixed: the seed reliability columns compare these two."""

@@ -12,7 +12,7 @@ from testbed.analysis.reports.conversation import GROUP, conversation_report
 from testbed.analysis.tau2.faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMNS, fault_frame, fault_rates, review_rates,
                                           reviewed_faults)
 from testbed.analysis.tau2.metrics import (ERRORED_AS, ToolCounts, counted_rewards, is_success, pass_hat_ks,
-                                          reward_interval, tool_counts, with_seed_reliability)
+                                          reward_interval, run_tool_counts, with_seed_reliability)
 from testbed.analysis.tau2.simulator_gap import GAP_COLUMNS, gap_of_group
 from testbed.specs.registries import ReportEntry
 from testbed.store.run_frames import RunFrames
@@ -56,11 +56,11 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
     conversation = conversation_report(run)
     if episodes.empty:
         return pd.DataFrame(columns=[*GROUP, "episodes", "errors", *REWARD_COLUMNS, *TOOL_COLUMNS[:4], *FAULT_RATE_COLUMNS])
-    counts = tool_counts(store, run_id)
-    faults = fault_frame(store, run_id, judge).set_index("episode_id")
+    counts = run_tool_counts(run)
+    faults = fault_frame(run).set_index("episode_id")
     breakdowns = dict(zip(run.rewards.episode_id, run.rewards.breakdown))
     users_call = any(c.user_calls for c in counts.values())
-    reviews = reviewed_faults(store, run_id, judge)
+    reviews = reviewed_faults(run)
     rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),
              **gap_of_group(g, episodes, errored_as),
              **fault_rates(faults.loc[g.episode_id], judge is not None), **_severity(faults.loc[g.episode_id], reviews)}

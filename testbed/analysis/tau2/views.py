@@ -17,7 +17,7 @@ def compare_cells(run) -> dict:
     faults (role drift under the run's judge)."""
     from testbed.analysis.tau2.compare import tau2_columns, tau2_fault_columns
 
-    return {**tau2_columns(run.store, run.run_id), **tau2_fault_columns(run.store, run.run_id, run.judge)}
+    return {**tau2_columns(run), **tau2_fault_columns(run)}
 
 
 def compare_paired(run, baseline) -> dict:
