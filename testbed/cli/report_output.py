@@ -129,15 +129,18 @@ def _realism(db, run_id: str, who):
 
 def print_formatted(db, run_id: str, who, frame, fmt: str) -> None:
     """The report in Markdown, CSV or JSON with every table the terminal shows beside it: Markdown adds them as tables
-    under the report's (realism, perturbations, replicas) and lists the reasons episodes failed; CSV and JSON join the
-    realism and perturbation tables onto the report's rows (`testbed.analysis.reports.beside`)."""
+    under the report's (perturbations, realism, replicas) and lists the reasons episodes failed; CSV and JSON join the
+    perturbation and realism tables and each condition's error reasons onto the report's rows
+    (`testbed.analysis.reports.beside`); the replicas, a run's and not a condition's, are in Markdown and the terminal."""
     from testbed.analysis.perturbation import perturbation_effects
-    from testbed.analysis.reports.beside import with_perturbations, with_realism
+    from testbed.analysis.reports.beside import with_error_reasons, with_perturbations, with_realism
     from testbed.analysis.reports.render import render
+    from testbed.store.frames import episodes_df
 
     effects = perturbation_effects(db, run_id, who)
     if fmt != "markdown":
-        sys.stdout.write(render(with_perturbations(with_realism(frame, _realism(db, run_id, who)), effects), fmt) + "\n")
+        joined = with_perturbations(with_realism(frame, _realism(db, run_id, who)), effects)
+        sys.stdout.write(render(with_error_reasons(joined, episodes_df(db, run_id, exact=True)), fmt) + "\n")
         return
     sys.stdout.write(render(frame, fmt) + "\n")
     perturbations = perturbation_table(effects)

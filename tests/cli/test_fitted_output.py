@@ -202,6 +202,11 @@ def test_report_wire_and_show_episode_of_hostile_text_read_at_80_columns(tmp_pat
     report = at(80, "report", run_id, "--store", db).stdout
     assert_fits(report)
     assert "episode(s) failed:" in report
+    [row] = json.loads(at(80, "report", run_id, "--store", db, "-f", "json").stdout)
+    assert list(row["error_reasons"].values()) == [1] and "HTTP 503 from the user model" in next(iter(row["error_reasons"]))
+    csv = pd.read_csv(io.StringIO(at(80, "report", run_id, "--store", db, "-f", "csv").stdout))
+    assert list(json.loads(csv.error_reasons[0]).values()) == [1], "the reasons as JSON in one CSV cell"
+    assert "### episodes that failed" in at(80, "report", run_id, "--store", db, "-f", "markdown").stdout
     assert_fits(at(80, "wire", WIRE_RUN, "wire-episode", "--store", db).stdout)
     from testbed.store import Store
 

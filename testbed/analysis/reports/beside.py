@@ -1,10 +1,11 @@
 """The tables a report prints beside its own, as columns of its rows, so `--format json` and `csv` carry them too.
 
-The terminal shows the realism table (each simulated user against the real users) and the perturbation
-table (each perturbed answer against the unperturbed one) under the report. Their rows name a condition
-the report has as well, so each is joined onto the report's rows under a prefix: a JSON record or CSV
-row gains `realism_auc`, `realism_auc_lo`, …, `perturbed_changed`, … and keeps every key it had. A
-row the table does not cover (an unperturbed condition, a run without real users) has none of them.
+The terminal shows the realism table (each simulated user against the real users), the perturbation
+table (each perturbed answer against the unperturbed one) and the reasons episodes failed under the
+report. Their rows name a condition the report has as well, so each is joined onto the report's rows
+under a prefix: a JSON record or CSV row gains `realism_auc`, `realism_auc_lo`, …, `perturbed_changed`,
+…, `error_reasons` and keeps every key it had. A row the table does not cover (an unperturbed
+condition, a run without real users) has none of them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import pandas as pd
 
 from testbed.analysis.realism.runs import RunRealism
+from testbed.redaction import redact
 from testbed.scenarios.human_reference import HUMAN_MODE
+from testbed.store.records import CONDITIONS
 
 REALISM_PREFIX = "realism_"
 """The realism table's columns on a report row: `realism_auc`, `realism_jsd`, `realism_giveaways`, …"""
@@ -56,6 +59,22 @@ def with_perturbations(report: pd.DataFrame, effects: pd.DataFrame) -> pd.DataFr
         return report
     table = effects.rename(columns={c: PERTURBED_PREFIX + c for c in effects.columns if c not in PERTURBATION_KEYS})
     return _left_join(report, table, PERTURBATION_KEYS)
+
+
+def with_error_reasons(report: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
+    """The report with `error_reasons` on each row, `{reason: episodes}` for the condition's errored episodes (most
+    frequent first, API keys redacted as the terminal shows them, `{}` where none errored); the report itself when no
+    episode of the run errored."""
+    errored = episodes[episodes.status == "error"] if "status" in episodes else episodes.iloc[:0]
+    keys = [c for c in CONDITIONS if c in report and c in errored]
+    if errored.empty or not keys:
+        return report
+    reasons = {}
+    for condition, group in errored.assign(temperature=errored.temperature.astype(float)).groupby(keys, dropna=False):
+        counts = group.error_reason.fillna("no reason recorded").value_counts()
+        reasons[condition if isinstance(condition, tuple) else (condition,)] = {redact(str(k)): int(v) for k, v in counts.items()}
+    rows = report.assign(temperature=report.temperature.astype(float))[keys].itertuples(index=False, name=None)
+    return report.assign(error_reasons=[reasons.get(tuple(row), {}) for row in rows])
 
 
 def _left_join(report: pd.DataFrame, table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

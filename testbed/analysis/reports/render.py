@@ -7,6 +7,7 @@ escapes every character outside ASCII.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
@@ -216,12 +217,18 @@ def as_markdown(report: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _with_json_cells(report: pd.DataFrame) -> pd.DataFrame:
+    """The report with each cell that holds a dict (a condition's `error_reasons`) written as JSON, for CSV."""
+    nested = [c for c in report.columns if report[c].dtype == object and report[c].map(lambda v: isinstance(v, dict)).any()]
+    return report.assign(**{c: [json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else v for v in report[c]] for c in nested})
+
+
 def render(report: pd.DataFrame, fmt: str) -> str:
     """Text of the report in a machine or Markdown format (the table format is printed by rich), safe to print."""
     if fmt == "markdown":
         return neutralised(as_markdown(report))
     if fmt == "csv":
-        return neutralised(report.to_csv(index=False).rstrip("\n"))
+        return neutralised(_with_json_cells(report).to_csv(index=False).rstrip("\n"))
     if fmt == "json":
         return report.to_json(orient="records", indent=2)
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
