@@ -26,8 +26,9 @@ def report(
 
     --format json prints a list of records, one per condition, each number with its interval; a run over real users
     adds the realism table's columns as realism_* keys (the real users' own figures on their row), a perturbed
-    condition the perturbation table's as perturbed_* keys. csv has the same columns; markdown has the report's
-    table, then every table the terminal shows under it."""
+    condition the perturbation table's as perturbed_* keys, and a condition whose episodes failed error_reasons
+    ({reason: episodes}). csv has the same columns; markdown has the report's table, then every table the terminal
+    shows under it."""
     from testbed.analysis.reports.render import FORMATS
     from testbed.specs.registries import KINDS, kind_views
 
