@@ -54,15 +54,18 @@ class FittedTable:
     `key` leading columns name a row (a condition, a framework, a run id): they lead every table row and
     make each card's title line. Cells are strings or rich renderables; `title` and `caption` may be set
     after it is built, like a rich table's. A `plain` table has no borders: columns apart by spaces, like
-    pandas prints a frame, for figures a reader copies or a script splits on whitespace.
+    pandas prints a frame, for figures a reader copies or a script splits on whitespace. A `compact` table
+    folds each row into a few lines of `header: value` pairs instead of a card with a line per column: for a
+    list of many short rows (the runs in a store), where a card per row would run to pages.
     """
 
     def __init__(self, columns: Iterable[FitColumn | str], rows: Iterable[Sequence[RenderableType]] = (), *,
                  title: str | None = None, caption: str | None = None, key: int = 1, show_lines: bool = False,
-                 plain: bool = False):
+                 plain: bool = False, compact: bool = False):
         self.columns = [c if isinstance(c, FitColumn) else FitColumn(c) for c in columns]
         self.rows: list[list[RenderableType]] = []
         self.title, self.caption, self.key, self.show_lines, self.plain = title, caption, key, show_lines, plain
+        self.compact = compact
         for row in rows:
             self.add_row(*row)
 
@@ -131,6 +134,9 @@ class FittedTable:
         if self.title:
             yield Text(self.title, style="bold italic")
         for row in self.rows:
+            if self.compact:
+                yield from self._compact_lines(console, row, width)
+                continue
             yield Text("")
             if self.key:
                 yield Text(self.card_title(row), style="bold")
@@ -155,6 +161,31 @@ class FittedTable:
         lines += ["| " + " | ".join(cell(c.header) for c in self.columns) + " |", "|" + "---|" * len(self.columns)]
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
         return "\n".join(lines)
+
+    def _compact_lines(self, console: Console, row: Sequence[RenderableType], width: int) -> Iterable[Text]:
+        """A row as its title (`card_title`) in bold, then `header: value` pairs, filled into lines of `width` under a hanging
+        indent; a pair moves to the next line whole rather than break (one longer than a line wraps alone)."""
+        pairs = [Text(neutralised(self.card_title(row)), style="bold")]
+        pairs += [Text.assemble((f"{neutralised(c.header)}: ", "dim"), neutralised(v))
+                  for c, v in zip(self.columns[self.key:], row[self.key:]) if isinstance(v, str) and v.strip()]
+        line, room = Text(), width
+        for pair in (p for p in pairs if p):
+            gap = 2 if line else 0
+            if line and cell_len(pair.plain) + gap > room:
+                yield line
+                line, room, gap = Text(" " * CARD_INDENT), width - CARD_INDENT, 0
+            if cell_len(pair.plain) + gap > room:
+                parts = pair.wrap(console, max(room - gap, 8), overflow="fold")
+                line.append_text(Text(" " * gap).append_text(parts[0]))
+                for part in list(parts)[1:]:
+                    yield line
+                    line = Text(" " * CARD_INDENT).append_text(part)
+                room = width - cell_len(line.plain)
+                continue
+            line.append_text(Text(" " * gap).append_text(pair))
+            room -= cell_len(pair.plain) + gap
+        if line:
+            yield line
 
     def _card_lines(self, console: Console, row: Sequence[RenderableType], width: int) -> Iterable[RenderableType]:
         """A card's `header: value` lines, indented by CARD_INDENT: labels padded to one width (at most half the

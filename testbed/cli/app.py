@@ -129,7 +129,8 @@ def runs(store: StoreOpt = None) -> None:
 
         sys.stdout.write("".join("\t".join(neutralised(cell) for cell in row) + "\n" for row in (columns, *rows)))
         return
-    console.print(FittedTable((FitColumn(col, no_wrap=col == "run id") for col in columns), rows, title=f"runs in {db.path}"))
+    console.print(FittedTable((FitColumn(col, no_wrap=col == "run id") for col in columns), rows, title=f"runs in {db.path}",
+                              compact=True))
 
 
 @app.command()

@@ -70,6 +70,20 @@ def test_a_wide_table_folds_into_cards_at_80_columns_and_stays_a_table_at_200():
     assert_whole(folded, [h.header if isinstance(h, FitColumn) else h for h in header] + [v for row in rows for v in row])
 
 
+def test_a_compact_table_folds_each_row_into_a_few_lines_of_whole_pairs():
+    rows = [[f"dialogue-gsm8k-framework-{k}-2771259552", "dialogue-gsm8k", "langgraph", "done", "2", "0", "2", "2026-12-06T11:42:26",
+             "2026-12-06T11:42:35"] for k in range(3)]
+    header = [FitColumn("run id", no_wrap=True), "scenario", "framework", "status", "done", "errors", "planned", "started", "finished"]
+    console = Console(file=io.StringIO(), width=60)
+    console.print(FittedTable(header, rows, title="runs", compact=True))
+    shown = console.file.getvalue()
+    assert_fits(shown, 60)
+    lines = shown.splitlines()
+    assert lines[1] == "run id: dialogue-gsm8k-framework-0-2771259552" and len(lines) == 1 + 3 * 5
+    assert all(line.startswith("  ") for line in lines[2:5]), "a row's further lines hang under its first"
+    assert "framework: langgraph" in shown and "started: 2026-12-06T11:42:26" in shown, "a pair is never split"
+
+
 def test_a_table_that_fits_with_its_words_whole_stays_a_table_at_80_columns():
     table = FittedTable(["label", "precision", "recall"], [["genuine_followup", "0.50", "0.25"], ["short_filler", "1.00", "n/a"]])
     console = Console(file=io.StringIO(), width=80)
