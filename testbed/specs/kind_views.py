@@ -14,6 +14,8 @@ does. Nothing outside a kind asks which kind a run is: it asks the kind's views,
 - `simulator_gap(run, reference)`: a row's extra cells against a reference run of the same assistant (the kind's
   scripted user), and `reference_user(scenario)`: the agent and backend of that reference user (`compare --simulator-gap`).
 - `errored_as`: the ways the kind's report may count errored episodes, the first the default (`report --errored`).
+- `report_columns`, `report_groups`, `report_right`: how the report's renderer shows the columns the kind's report
+  (its REPORTS entry) adds: headers and formatters, the tables they are grouped in, which are right-aligned.
 
 Every field is optional, so a kind declares only the views it has.
 """
@@ -70,6 +72,12 @@ class KindViews:
     """`(scenario) -> ResolvedAgent | None`: the reference user the simulator gap is measured against."""
     errored_as: tuple[str, ...] = ()
     """How its report may count errored episodes (`report --errored`), the default first."""
+    report_columns: tuple = ()
+    """(header, report column, formatter) of its report's own columns, shown after the episode columns when present."""
+    report_groups: tuple = ()
+    """(table name, headers) of the tables its report's own columns are grouped into, in order."""
+    report_right: frozenset[str] = frozenset()
+    """Its headers whose cells are right-aligned."""
 
 
 NO_VIEWS = KindViews("none")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from testbed.analysis.tau2.compare_columns import compare_columns
 from testbed.analysis.tau2.metrics import ERRORED_AS
+from testbed.analysis.tau2.report_columns import REPORT_COLUMNS, REPORT_GROUPS, REPORT_RIGHT
 from testbed.analysis.tau2.stored_faults import DETECTOR
 from testbed.specs.kind_views import KindViews
 
@@ -46,5 +47,6 @@ def reference_user(scenario):
 
 VIEWS = KindViews("tau2", faults=DETECTOR, compare_cells=compare_cells, compare_paired=compare_paired,
                   compare_columns=compare_columns, simulator_gap=simulator_gap, reference_user=reference_user,
-                  errored_as=ERRORED_AS)
+                  errored_as=ERRORED_AS, report_columns=tuple(REPORT_COLUMNS), report_groups=tuple(REPORT_GROUPS),
+                  report_right=REPORT_RIGHT)
 """The τ² kind's views."""

@@ -1,0 +1,100 @@
+"""How `testbed report` shows the τ² report's own columns (testbed.analysis.tau2.report): headers, formatters, groups.
+
+The report's renderer (testbed.analysis.reports.render) shows these after the episode columns every report has, each
+only when the report has its column, and groups them into tables of their own; it knows nothing of τ² itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pandas as pd
+
+from testbed.analysis.reports.render import _num, _rate
+
+Column = tuple[str, str, Callable[[pd.Series], str]]
+
+
+def _rated(column: str) -> Callable[[pd.Series], str]:
+    return lambda r: _rate(r[column], r[f"{column}_lo"], r[f"{column}_hi"])
+
+
+def _series(row: pd.Series, prefix: str) -> str:
+    """The `<prefix>1`, `<prefix>2`, … values of a report row in order, as far as they go (pass^k by k)."""
+    values = sorted((int(c.removeprefix(prefix)), row[c]) for c in row.index if c.startswith(prefix) and row[c] == row[c])
+    return " ".join(f"{v:.2f}" for _, v in values) or "n/a"
+
+
+def _parts(row: pd.Series, prefix: str) -> str:
+    """Every `<prefix><name>` mean of a report row, zeros included, e.g. `DB 0.50, COMMUNICATE 1.00`."""
+    parts = [f"{c.removeprefix(prefix)} {row[c]:.2f}" for c in row.index if c.startswith(prefix) and row[c] == row[c]]
+    return ", ".join(parts) or "n/a"
+
+
+def _gap(row: pd.Series) -> str:
+    """A simulator gap as a signed reward difference with its interval, e.g. `-0.25 (-0.50 to 0.00)`; blank on the
+    scripted user's own rows."""
+    value = row.simulator_gap
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "" if pd.isna(row.get("gap_tasks")) else "n/a"
+    lo, hi = row.simulator_gap_lo, row.simulator_gap_hi
+    interval = "" if lo != lo or hi != hi else f" ({lo:+.2f} to {hi:+.2f})"
+    return f"{value:+.2f}{interval}"
+
+
+USER_FAULT_COLUMNS = [("premature stop (95% CI)", "fault_premature_stop"), ("revealed early (95% CI)", "fault_revealed_early"),
+                      ("invented fact (95% CI)", "fault_invented_fact"),
+                      ("ungrounded device claim (95% CI)", "fault_ungrounded_device_claim"),
+                      ("user role drift (95% CI)", "fault_role_drift"), ("any user fault (95% CI)", "fault_any"),
+                      ("failed with user fault (95% CI)", "failed_with_fault")]
+"""The simulated-user fault rates (testbed.analysis.tau2.faults): header and column, each with its interval."""
+
+FAULT_REVIEW_COLUMNS: list[Column] = [
+    ("hindering faults (95% CI)", "fault_hindered", _rated("fault_hindered")),
+    ("faults reviewed", "fault_reviewed", lambda r: str(r.fault_reviewed)),
+    ("reviews unscored", "fault_review_unscored", lambda r: str(r.fault_review_unscored)),
+    ("failed with hindering fault (95% CI)", "failed_hindered", _rated("failed_hindered")),
+]
+"""The reviewed severity of those faults (`testbed review-faults`), shown only when a reviewer reviewed the run."""
+
+REPORT_COLUMNS: list[Column] = [
+    ("reward (95% CI)", "reward", lambda r: _rate(r.reward, r.reward_lo, r.reward_hi)),
+    ("errored in reward", "reward_errored_as", lambda r: "as 0" if r.reward_errored_as == "zero" else "left out"),
+    ("tasks", "tasks", lambda r: str(r.tasks)),
+    ("pass^k (k=1,2,…)", "pass_hat_1", lambda r: _series(r, "pass_hat_")),
+    ("reward parts", "breakdown_", lambda r: _parts(r, "breakdown_")),
+    ("scripted-user reward", "scripted_reward", lambda r: "" if pd.isna(r.gap_tasks) else _num(r.scripted_reward, "{:.2f}")),
+    ("simulator gap (95% CI)", "simulator_gap", lambda r: _gap(r)),
+    ("gap tasks", "gap_tasks", lambda r: "" if pd.isna(r.gap_tasks) else str(int(r.gap_tasks))),
+    ("tool calls/ep.", "tool_calls_per_episode", lambda r: _num(r.tool_calls_per_episode, "{:.2f}")),
+    ("tool errors/ep.", "tool_errors_per_episode", lambda r: _num(r.tool_errors_per_episode, "{:.2f}")),
+    ("user tool calls/ep.", "user_tool_calls_per_episode", lambda r: _num(r.user_tool_calls_per_episode, "{:.2f}")),
+    ("user tool errors/ep.", "user_tool_errors_per_episode", lambda r: _num(r.user_tool_errors_per_episode, "{:.2f}")),
+    *((h, c, _rated(c)) for h, c in USER_FAULT_COLUMNS),
+    ("pass^k, user's seed varied", "vary_user_pass_hat_1", lambda r: _series(r, "vary_user_pass_hat_")),
+    ("pass^k, assistant's seed varied", "vary_assistant_pass_hat_1", lambda r: _series(r, "vary_assistant_pass_hat_")),
+    ("trial variance, user varied", "vary_user_trial_variance", lambda r: _num(r.vary_user_trial_variance, "{:.3f}")),
+    ("trial variance, assistant varied", "vary_assistant_trial_variance", lambda r: _num(r.vary_assistant_trial_variance, "{:.3f}")),
+    ("user's share of spread", "user_variance_share", lambda r: _num(r.user_variance_share, "{:.2f}")),
+    ("seed note", "vary_note", lambda r: r.vary_note if isinstance(r.vary_note, str) else ""),
+    *FAULT_REVIEW_COLUMNS,
+]
+"""The τ² report's display columns: header, the report column that must exist for it (a name ending in `_`: some
+column with that prefix), and how to show a row."""
+
+REPORT_GROUPS: list[tuple[str, tuple[str, ...]]] = [
+    ("τ² tasks", ("reward (95% CI)", "errored in reward", "tasks", "pass^k (k=1,2,…)", "reward parts")),
+    ("simulator gap (model user − scripted user, paired by task)", ("scripted-user reward", "simulator gap (95% CI)",
+                                                                    "gap tasks")),
+    ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
+    ("simulated-user faults", tuple(h for h, _ in USER_FAULT_COLUMNS)),
+    ("seed reliability", ("pass^k, user's seed varied", "pass^k, assistant's seed varied", "trial variance, user varied",
+                          "trial variance, assistant varied", "user's share of spread", "seed note")),
+    ("fault severity (reviewed)", tuple(h for h, _, _ in FAULT_REVIEW_COLUMNS)),
+]
+"""The τ² columns' tables, in order, each shown when the report has one of its columns."""
+
+REPORT_RIGHT = frozenset({"tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.",
+                          "faults reviewed", "reviews unscored", "scripted-user reward", "gap tasks"})
+"""The τ² headers whose cells are right-aligned (counts and per-episode numbers)."""
