@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 
 import pandas as pd
+
 from testbed.fitted_table import FitColumn, FittedTable
 from testbed.specs.registries import KINDS, kind_views
 from testbed.terminal_text import neutralised
