@@ -262,6 +262,10 @@ def test_the_realism_table_reads_at_80_columns_and_every_format_carries_it(tmp_p
     csv = pd.read_csv(io.StringIO(at(80, "report", run_id, "--store", db, "-f", "csv").stdout))
     assert {"realism_auc", "realism_cosine_lo", "realism_words_real"} <= set(csv.columns)
     assert "### realism" in at(80, "report", run_id, "--store", db, "-f", "markdown").stdout
+    compared = json.loads(at(80, "compare", str(tmp_path / "real.yaml"), "--frameworks", "native", "--judge", "local",
+                             "--store", str(tmp_path / "compare.sqlite"), "-q", "-f", "json").stdout)
+    native = compared["realism"]["native"]
+    assert len(native["rows"]) == 4 and native["real_users"]["turns"] == 12 and native["weak_reference"] is False
 
 
 @pytest.fixture
