@@ -8,7 +8,7 @@ Its rooms, by concern:
 - `reports`: the run report of each kind and the framework comparison, as frames and as rendered tables;
 - `realism`: simulated users' turns against real users' turns on the same contexts;
 - `judge_quality`: agreement between annotators, corrected rates, labelled sets, training the learned judge;
-- `figures`: the numbers and drawings of `testbed plot` and `testbed graph`.
-
-A scenario kind's own measures (τ²'s rewards and simulated-user faults) live with the kind, behind its views.
+- `figures`: the numbers and drawings of `testbed plot` and `testbed graph`;
+- `tau2`: the τ² kind's own room: its task metrics, report, simulated-user faults and the views (testbed.specs.kind_views)
+  through which report, compare, replay and the run loop reach them without naming the kind.
 """
