@@ -220,29 +220,41 @@ def _field(message: Any, name: str) -> Any:
 
 def role_of(message: Any) -> Any:
     """The role of a message in any of its forms: a `Message`, a stored row or dict (`message["role"]`), a pandas
-    row or a τ² or wire record (`message.role`). The one place that reads a role, so every module asks the
-    predicates below instead of comparing role strings itself."""
+    row or a τ² or wire record (`message.role`). With the predicates below (which read it the same way, inline, as
+    they run on every turn of the hot path), the one place that reads a role, so no module compares role strings itself."""
     return _field(message, "role")
 
 
 def is_user(message: Any) -> bool:
     """Whether the message is the user's (`USER`): a generated turn, the dataset's request or a user's tool call."""
-    return role_of(message) == USER
+    try:
+        return message.role == USER
+    except AttributeError:
+        return message["role"] == USER
 
 
 def is_assistant(message: Any) -> bool:
     """Whether the message is the assistant's (`ASSISTANT`)."""
-    return role_of(message) == ASSISTANT
+    try:
+        return message.role == ASSISTANT
+    except AttributeError:
+        return message["role"] == ASSISTANT
 
 
 def is_system(message: Any) -> bool:
     """Whether the message is a system prompt (`SYSTEM`)."""
-    return role_of(message) == SYSTEM
+    try:
+        return message.role == SYSTEM
+    except AttributeError:
+        return message["role"] == SYSTEM
 
 
 def is_tool(message: Any) -> bool:
     """Whether the message is a tool's result (`TOOL`)."""
-    return role_of(message) == TOOL
+    try:
+        return message.role == TOOL
+    except AttributeError:
+        return message["role"] == TOOL
 
 
 def _speaker(message: Any) -> Any:

@@ -22,7 +22,7 @@ from testbed.backends.base import Backend, BackendError, GenerateRequest
 from testbed.control_tokens import ControlTokens
 from testbed.specs.loader import ResolvedAgent
 from testbed.templates import CONVERSATION_SLOT, fill_slots
-from testbed.transcript import Message, Transcript, is_system
+from testbed.transcript import SYSTEM, Message, Transcript
 
 
 class Participant(Protocol):
@@ -67,7 +67,7 @@ def agent_sampling(agent: ResolvedAgent) -> TurnSampling:
 
 def shown(messages: list[dict[str, str]], tokens: ControlTokens) -> list[dict[str, str]]:
     """New message dicts with non-system contents neutralised; system prompts are the researcher's own."""
-    return [m if is_system(m) else {**m, "content": tokens.neutralise(m["content"])} for m in messages]
+    return [m if m["role"] == SYSTEM else {**m, "content": tokens.neutralise(m["content"])} for m in messages]
 
 
 P = TypeVar("P")
@@ -143,7 +143,7 @@ class Assistant:
 def true_role_view(tokens: ControlTokens) -> ChatView:
     """The conversation with true roles, non-system contents neutralised (the same dicts as `shown(transcript.chat(), tokens)`)."""
     neutralise = tokens.neutralise
-    return ChatView(lambda m: m.as_chat() if is_system(m) else {"role": m.role, "content": neutralise(m.content)})
+    return ChatView(lambda m: m.as_chat() if m.role == SYSTEM else {"role": m.role, "content": neutralise(m.content)})
 
 
 def render_conversation(transcript: Transcript) -> str:
@@ -247,7 +247,7 @@ class DialogueUser(SimulatedUser):
         if self.mode == "raw":
             return true_role_view(self.tokens)
         neutralise = self.tokens.neutralise
-        return ChatView(lambda m: None if is_system(m) else {"role": FLIPPED[m.role], "content": neutralise(m.content)})
+        return ChatView(lambda m: None if m.role == SYSTEM else {"role": FLIPPED[m.role], "content": neutralise(m.content)})
 
     def view(self, transcript: Transcript) -> tuple[list[dict[str, str]], bool]:
         """Raw: true roles plus an open user turn. Instructed: persona prompt plus the flipped dialogue."""

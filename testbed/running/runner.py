@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
@@ -33,6 +34,7 @@ from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.replica_counts import add_replica_counts
 from testbed.store.sqlite_store import RUN_COST_BOOKING_S, StoreError
+from testbed.terminal_text import neutralised
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,8 @@ def store_user_faults(store: Store, run_id: str, kind: str, console: Console | N
     try:
         detector.store_faults(store, run_id)
     except Exception as exc:  # noqa: BLE001 - the episodes are stored; the faults can be stored again later
-        (console or Console(stderr=True)).print(f"[yellow]user faults of {run_id} not stored ({type(exc).__name__}: {exc}); "
+        why = escape(neutralised(f"{type(exc).__name__}: {exc}"))
+        (console or Console(stderr=True)).print(f"[yellow]user faults of {run_id} not stored ({why}); "
                                                 f"`testbed judge {run_id}` stores them[/yellow]")
 
 
