@@ -22,8 +22,8 @@ def framework_help(what: str) -> str:
 
 
 def judge_names(*, prompted: bool | None = None) -> list[str]:
-    """The built-in judges (`testbed.judges.specs.builtin_judges`), the default judge first where it is one of them."""
-    from testbed.judges.specs import builtin_judges
+    """The built-in judges (`testbed.judges.builtin.builtin_judges`), the default judge first where it is one of them."""
+    from testbed.judges.builtin import builtin_judges
 
     names = list(builtin_judges(prompted=prompted))
     return sorted(names, key=lambda name: name != DEFAULT_JUDGE)
@@ -32,5 +32,7 @@ def judge_names(*, prompted: bool | None = None) -> list[str]:
 def judge_help(what: str, *, prompted: bool | None = None) -> str:
     """An option's help naming every built-in judge (only the prompted ones with `prompted=True`) and the judge kinds
     a spec path may declare."""
-    kinds = [k for k in JUDGE_KINDS.names() if prompted is None or JUDGE_KINDS.entry(k).prompted == prompted]
+    from testbed.judges.builtin import kind_is_prompted
+
+    kinds = [k for k in JUDGE_KINDS.names() if prompted is None or kind_is_prompted(k) == prompted]
     return f"{what}: {' | '.join(judge_names(prompted=prompted))} | a judge spec path (kind {' | '.join(kinds)})"

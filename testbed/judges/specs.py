@@ -12,6 +12,7 @@ from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, cut_text, spec_error_from_validation
 from testbed.specs.files import read_text
 from testbed.specs.loader import ResolvedAgent, builtin_dir, load_agent, named_path, read_yaml, resolve_spec_path
+from testbed.judges.builtin import builtin_judges
 from testbed.specs.registries import JUDGE_KINDS, registered
 
 JudgeKind = registered(JUDGE_KINDS)
@@ -62,18 +63,6 @@ class ResolvedJudge:
     path: Path
     prompt: str | None
     agent: ResolvedAgent | None
-
-
-def builtin_judges(*, prompted: bool | None = None) -> dict[str, str]:
-    """The built-in judge specs (`judges/*.yaml` naming a registered judge kind): name → kind, in name order; with
-    `prompted`, only the judges whose kind is (or is not) prompted. What `--help` and error messages list, so a judge
-    spec added to the folder is offered without editing either."""
-    found = {}
-    for path in sorted(builtin_dir("judges").glob("*.yaml")):
-        kind = (read_yaml(path) or {}).get("kind")
-        if kind in JUDGE_KINDS and (prompted is None or JUDGE_KINDS.entry(kind).prompted == prompted):
-            found[path.stem] = kind
-    return found
 
 
 def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJudge:

@@ -177,3 +177,13 @@ SWEEP = "sweep"
 def is_sweep(data: dict) -> bool:
     """True when a spec file's data declares `kind: sweep`: the testbed's one test of "is this a sweep?"."""
     return data.get("kind") == SWEEP
+
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+"""The testbed package's folder."""
+
+
+def builtin_dir(kind: str) -> Path:
+    """Where built-in specs of a kind live: inside the wheel, or at the checkout's top level."""
+    packaged = PACKAGE_ROOT / "_builtin" / kind
+    return packaged if packaged.is_dir() else PACKAGE_ROOT.parent / kind

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from testbed.specs.agent import AgentSpec
 from testbed.specs.errors import SpecError, cut, spec_error_from_validation
-from testbed.specs.files import is_sweep, parse_yaml, read_text
+from testbed.specs.files import builtin_dir, is_sweep, parse_yaml, read_text
 from testbed.specs.conversation import DialogueScenarioSpec, InfoGatheringScenarioSpec, PersonaSet, PersonaSpec
 from testbed.specs.registries import KINDS
 from testbed.specs.scenario import ProbeScenarioSpec
@@ -20,15 +20,6 @@ from testbed.templates import CONVERSATION_SLOT
 
 ScenarioSpec = ProbeScenarioSpec | DialogueScenarioSpec | InfoGatheringScenarioSpec
 """The built-in scenario spec models, for type hints; which model a spec uses is declared in KINDS."""
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-
-
-def builtin_dir(kind: str) -> Path:
-    """Where built-in specs of a kind live: inside the wheel, or at the checkout's top level."""
-    packaged = PACKAGE_ROOT / "_builtin" / kind
-    return packaged if packaged.is_dir() else PACKAGE_ROOT.parent / kind
-
 
 def resolve_spec_path(ref: str | Path, kind: str, *, relative_to: Path | None = None) -> Path:
     """Find a spec by path (as given, or next to the spec naming it) or by built-in name."""

@@ -40,3 +40,23 @@ def test_judge_help_lists_every_built_in_judge_and_judge_kind():
         flat = " ".join(text.split())
         assert all(name in flat for name in builtin_judges()), command
         assert f"(kind {' | '.join(JUDGE_KINDS.names())})" in flat, command
+
+
+def test_building_the_help_imports_no_judge_and_reads_each_judge_spec_once():
+    """The judge lists in every option's help come from the built-in specs read once, not from importing the judges."""
+    code = """
+import sys
+import yaml
+reads = []
+real = yaml.load
+yaml.load = lambda *a, **k: reads.append(1) or real(*a, **k)
+from typer.testing import CliRunner
+from testbed.cli import app
+assert CliRunner().invoke(app, ["--help"]).exit_code == 0
+heavy = sorted(m for m in sys.modules if m in {"testbed.judges.llm_judge", "testbed.judges.local.judge",
+                                                "testbed.judges.learned.judge", "testbed.specs.loader"})
+print(len(reads), heavy)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(maxsplit=1)
+    assert out[1].strip() == "[]", f"building the help imported {out[1].strip()}"
+    assert int(out[0]) == len(builtin_judges()) + 2, "each judges/*.yaml is read once (the two label files too)"
