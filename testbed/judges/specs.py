@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, model_validator
 from testbed.specs.agent import Strict
 from testbed.specs.errors import SpecError, cut_text, spec_error_from_validation
 from testbed.specs.files import read_text
-from testbed.specs.loader import ResolvedAgent, builtin_dir, load_agent, named_path, read_yaml, resolve_spec_path
+from testbed.specs.loader import ResolvedAgent, load_agent, named_path, read_yaml, resolve_spec_path
 from testbed.judges.builtin import builtin_judges
 from testbed.specs.registries import JUDGE_KINDS, registered
 
