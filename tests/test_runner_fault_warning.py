@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from hostile_text import FORBIDDEN
-from testbed.running import runner
+from testbed.running import user_faults
 
 
 class FailingDetector:
@@ -19,9 +19,9 @@ class FailingDetector:
 
 
 def test_a_failing_detector_prints_one_literal_warning(monkeypatch):
-    monkeypatch.setattr(runner, "kind_views", lambda kind: SimpleNamespace(faults=FailingDetector()))
+    monkeypatch.setattr(user_faults, "kind_views", lambda kind: SimpleNamespace(faults=FailingDetector()))
     out = io.StringIO()
-    runner.store_user_faults(store=None, run_id="r1", kind="any", console=Console(file=out, width=200, color_system=None))
+    user_faults.store_user_faults(store=None, run_id="r1", kind="any", console=Console(file=out, width=200, color_system=None))
     text = out.getvalue()
     assert "user faults of r1 not stored (RuntimeError:" in text and "`testbed judge r1` stores them" in text
     assert "[bold red]boom[/bold red]" in text, "the reason's markup is printed as text, not applied"

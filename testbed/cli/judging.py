@@ -45,7 +45,7 @@ def judge(
     """Label every user turn of a run; turns this judge already scored are skipped, other judges' labels stay."""
     from testbed.backends.base import BackendError
     from testbed.judges.runner import judge_run
-    from testbed.running.runner import store_judged_faults
+    from testbed.running.user_faults import store_judged_faults
 
     resolved = _load_judge(judge, model)
     db = open_store(store)

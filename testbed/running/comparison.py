@@ -21,7 +21,8 @@ from testbed.backends.base import BackendError
 from testbed.frameworks.base import frameworks_for, supported_modes
 from testbed.judges.runner import JudgeSummary, judge_run
 from testbed.judges.specs import ResolvedJudge, load_judge
-from testbed.running.runner import RunSummary, preflight, run_scenario, store_judged_faults
+from testbed.running.runner import RunSummary, preflight, run_scenario
+from testbed.running.user_faults import store_judged_faults
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario, load_agent, load_scenario
 from testbed.specs.registries import FRAMEWORKS, default_framework, kind_views
 from testbed.store import JudgeIdentity, Store

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from testbed.backends.base import Backend, BackendError
 from testbed.backends.factory import BackendPool, capabilities_of, managed_model_problem
@@ -28,13 +27,13 @@ from testbed.provenance import git_revision, package_versions
 from testbed.scenarios.base import EpisodeVariant, RunContext, ScenarioKind
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedScenario
-from testbed.specs.registries import BACKENDS, KINDS, default_framework, kind_views
-from testbed.store import EpisodeOutcome, JudgeIdentity, Store
+from testbed.specs.registries import BACKENDS, KINDS, default_framework
+from testbed.store import EpisodeOutcome, Store
 from testbed.store.episode_groups import EpisodeGroups
 from testbed.store.lease import HEARTBEAT_S
 from testbed.store.replica_counts import add_replica_counts
+from testbed.running.user_faults import store_user_faults
 from testbed.store.sqlite_store import RUN_COST_BOOKING_S, StoreError
-from testbed.terminal_text import neutralised
 
 
 @dataclass(frozen=True)
@@ -144,31 +143,6 @@ async def run_scenario(
                                                 recorder, keep_wire=wire)
         store_user_faults(store, run_id, scenario.spec.kind, console)
         return state.finish(store, total, todo)
-
-
-def store_user_faults(store: Store, run_id: str, kind: str, console: Console | None) -> None:
-    """Store the simulated-user faults of the run's episodes not yet checked, once, as the run ends, when its kind's views
-    detect faults (testbed.specs.kind_views): reports, compare and replay then read them without the kind's packages.
-    A detector that fails costs the run nothing: the warning says how to store them later."""
-    detector = kind_views(kind).faults
-    if detector is None:
-        return
-    try:
-        detector.store_faults(store, run_id)
-    except Exception as exc:  # noqa: BLE001 - the episodes are stored; the faults can be stored again later
-        why = escape(neutralised(f"{type(exc).__name__}: {exc}"))
-        (console or Console(stderr=True)).print(f"[yellow]user faults of {run_id} not stored ({why}); "
-                                                f"`testbed judge {run_id}` stores them[/yellow]")
-
-
-def store_judged_faults(store: Store, run_id: str, judge: JudgeIdentity) -> None:
-    """Store the simulated-user faults `judge`'s labels imply (role drift) under the judge's identity, with the rules'
-    faults of any episode still without them, once, as judging ends (`testbed judge`, a comparison), when the run's
-    kind detects faults (testbed.specs.kind_views)."""
-    run = store.find_run(run_id)
-    detector = kind_views(run.kind if run is not None else None).faults
-    if detector is not None:
-        detector.store_judged_faults(store, run_id, judge)
 
 
 def run_log(store: Store, run_id: str, framework: str) -> contextlib.AbstractContextManager:

@@ -17,8 +17,8 @@ from rich.console import Console
 from testbed.backends.base import Backend
 from testbed.backends.factory import BackendPool
 from testbed.provenance import git_revision, package_versions
-from testbed.running.runner import (RunSummary, execute_units, leased_run, pending_units, plan, preflight, replica_ledger,
-                                    store_user_faults, timed)
+from testbed.running.runner import RunSummary, execute_units, leased_run, pending_units, plan, preflight, replica_ledger, timed
+from testbed.running.user_faults import store_user_faults
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.sweep import ResolvedSweep
 from testbed.store import Store
