@@ -8,6 +8,8 @@ and words are read from the installed τ² package at run time.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from testbed.backends.base import Completion
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.oracle import expected_calls, final_words
@@ -39,3 +41,24 @@ def assistant_reply(request) -> Completion:
     if request.messages[-1]["role"] == "tool":
         return text(final_words(task).replace("###STOP###", ""))
     return Completion("", "tool_calls", Usage(5, 5), tool_calls=tuple(expected_calls(task)))
+
+
+async def faulty_run(folder: Path, store, temperatures: tuple[float, ...] = (0.0,), model: str = "m") -> tuple[str, Path]:
+    """Run the pair (tasks STOPPED and DONE, once per user temperature) into `store` with scripted models named
+    `model`; the run id and the scenario spec written in `folder`."""
+    from helpers import REPO, write_yaml
+    from testbed.backends.base import Capabilities
+    from testbed.backends.scripted import ScriptedBackend
+    from testbed.running.runner import run_scenario
+    from testbed.specs.loader import load_scenario
+
+    (folder / "prompts").mkdir(exist_ok=True)
+    (folder / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
+    write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": model, "outputs": ["x"]})
+    spec = write_yaml(folder / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
+                                          "assistant": "scripted.yaml", "user": "scripted.yaml",
+                                          "temperatures": list(temperatures), "max_tokens": 32, "max_steps": 20})
+    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
+                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
+    summary = await run_scenario(load_scenario(spec), store, backends=backends, show_progress=False)
+    return summary.run_id, spec

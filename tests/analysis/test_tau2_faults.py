@@ -7,15 +7,10 @@ import pytest
 
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
-from helpers import REPO, write_yaml  # noqa: E402
-from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, faulty_run  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.analysis.tau2.faults import EPISODE_COLUMNS, fault_frame, turn_faults  # noqa: E402
 from testbed.analysis.tau2.report import tau2_report  # noqa: E402
-from testbed.backends.base import Capabilities  # noqa: E402
-from testbed.backends.scripted import ScriptedBackend  # noqa: E402
-from testbed.running.runner import run_scenario  # noqa: E402
-from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
@@ -27,16 +22,8 @@ WHO = JudgeIdentity("local", "v1")
 
 @pytest.fixture
 async def run(tmp_path, store):
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-    spec = write_yaml(tmp_path / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
-                                            "assistant": "scripted.yaml", "user": "scripted.yaml", "temperatures": [0.0],
-                                            "max_tokens": 32, "max_steps": 20})
-    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
-                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
-    summary = await run_scenario(load_scenario(spec), store, backends=backends, show_progress=False)
-    return store, summary.run_id
+    run_id, _ = await faulty_run(tmp_path, store)
+    return store, run_id
 
 
 def user_turns(store, run_id, task_id) -> list[int]:

@@ -271,20 +271,11 @@ def test_the_realism_table_reads_at_80_columns_and_every_format_carries_it(tmp_p
 @pytest.fixture
 def tau2_run(tmp_path, store):
     pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
-    from testbed.backends.base import Capabilities
-    from tau2_faulty_run import DONE, STOPPED, assistant_reply, user_reply
+    from tau2_faulty_run import faulty_run
 
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "scripted-model", "outputs": ["x"]})
-    spec = write_yaml(tmp_path / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
-                                            "assistant": "scripted.yaml", "user": "scripted.yaml", "temperatures": [0.0, 1.0],
-                                            "max_tokens": 32, "max_steps": 20})
-    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
-                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
-    summary = asyncio.run(run_scenario(load_scenario(spec), store, backends=backends, show_progress=False))
+    run_id, spec = asyncio.run(faulty_run(tmp_path, store, temperatures=(0.0, 1.0), model="scripted-model"))
     store.close()
-    return str(store.path), summary.run_id, spec
+    return str(store.path), run_id, spec
 
 
 FAULT_HEADERS = ["premature stop (95% CI)", "invented fact (95% CI)", "any user fault (95% CI)", "failed with user fault (95% CI)"]

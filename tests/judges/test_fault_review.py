@@ -14,23 +14,20 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 
 from typer.testing import CliRunner  # noqa: E402
 
-from helpers import REPO, write_yaml  # noqa: E402
-from tau2_faulty_run import DONE, INVENTED, OTHER_USER, STOPPED, assistant_reply, user_reply  # noqa: E402
+from helpers import write_yaml  # noqa: E402
+from tau2_faulty_run import INVENTED, OTHER_USER, STOPPED, faulty_run  # noqa: E402
 from testbed.analysis.reports.render import display_rows  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.analysis.tau2.faults import flagged_faults  # noqa: E402
 from testbed.analysis.tau2.report import tau2_report  # noqa: E402
-from testbed.backends.base import Capabilities  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.cli import app  # noqa: E402
 from testbed.analysis.tau2.stored_faults import FAULT_MEANINGS  # noqa: E402
 from testbed.judges.fault_review import (PROMPT_SLOTS, PROMPT_VERSION, REVIEWER, UnparsableReview,  # noqa: E402
                                          load_reviewer, parse_review, prompt_path)
 from testbed.judges.fault_review_run import review_faults  # noqa: E402
-from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.errors import SpecError  # noqa: E402
-from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store.records import JudgeIdentity  # noqa: E402
 from testbed.store.run_frames import RunFrames
 
@@ -47,16 +44,8 @@ def by_kind(request) -> str:
 async def run(tmp_path, store):
     """Two conditions (user temperature 0 and 1), each with a faulty episode (an invented code, then a premature stop)
     and a clean one."""
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-    spec = write_yaml(tmp_path / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
-                                            "assistant": "scripted.yaml", "user": "scripted.yaml", "temperatures": [0.0, 1.0],
-                                            "max_tokens": 32, "max_steps": 20})
-    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
-                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
-    summary = await run_scenario(load_scenario(spec), store, backends=backends, show_progress=False)
-    return store, summary.run_id
+    run_id, _ = await faulty_run(tmp_path, store, temperatures=(0.0, 1.0))
+    return store, run_id
 
 
 @pytest.fixture

@@ -19,13 +19,10 @@ pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/b
 from rich.console import Console  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
-from helpers import REPO, write_yaml  # noqa: E402
-from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, faulty_run  # noqa: E402
 from hostile_text import FORBIDDEN  # noqa: E402
 from testbed.analysis.tau2 import stored_faults  # noqa: E402
 from testbed.analysis.tau2.stored_faults import FAULT_NAMES, Tau2FaultDetector  # noqa: E402
-from testbed.backends.base import Capabilities  # noqa: E402
-from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
 from testbed.replay.catalog import FAULTS_PENDING, RunCatalog  # noqa: E402
 from testbed.replay.episode_view import episode_view  # noqa: E402
@@ -33,10 +30,8 @@ from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
 from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # noqa: E402
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
-from testbed.running.runner import run_scenario  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
-from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
@@ -52,19 +47,11 @@ TEXTUAL_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def tau2_store(tmp_path_factory):
     """(store path, run id) of a τ² mock-domain run of the two scripted episodes."""
     folder = tmp_path_factory.mktemp("replay-tau2")
-    (folder / "prompts").mkdir()
-    (folder / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-    spec = write_yaml(folder / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
-                                          "assistant": "scripted.yaml", "user": "scripted.yaml", "temperatures": [0.0],
-                                          "max_tokens": 32, "max_steps": 20})
-    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
-                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
     path = folder / "store.sqlite"
     store = Store(path)
-    summary = asyncio.run(run_scenario(load_scenario(spec), store, backends=backends, show_progress=False))
+    run_id, _ = asyncio.run(faulty_run(folder, store))
     store.close()
-    return path, summary.run_id
+    return path, run_id
 
 
 def by_item(rows) -> dict:

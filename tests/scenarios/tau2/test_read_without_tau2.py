@@ -14,13 +14,9 @@ import pytest
 
 pytest.importorskip("tau2", reason="the τ² package is not installed (scripts/bootstrap.sh installs it)")
 
-from helpers import REPO, write_yaml  # noqa: E402
-from tau2_faulty_run import DONE, INVENTED, STOPPED, assistant_reply, user_reply  # noqa: E402
+from helpers import REPO  # noqa: E402
+from tau2_faulty_run import DONE, INVENTED, STOPPED, faulty_run  # noqa: E402
 from testbed.analysis.tau2.stored_faults import DETECTOR, RULES  # noqa: E402
-from testbed.backends.base import Capabilities  # noqa: E402
-from testbed.backends.scripted import ScriptedBackend  # noqa: E402
-from testbed.running.runner import run_scenario  # noqa: E402
-from testbed.specs.loader import load_scenario  # noqa: E402
 from testbed.store import Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
@@ -64,17 +60,9 @@ def judged_run(tmp_path_factory):
     """(store path, run id) of a τ² mock-domain run of the two scripted episodes, judged (a drift label on the clean
     episode's last user turn) and its judge's faults stored as `testbed judge` stores them."""
     folder = tmp_path_factory.mktemp("no-tau2")
-    (folder / "prompts").mkdir()
-    (folder / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "m", "outputs": ["x"]})
-    spec = write_yaml(folder / "t.yaml", {"kind": "tau2", "name": "t", "domain": "mock", "tasks": {"ids": [STOPPED, DONE]},
-                                          "assistant": "scripted.yaml", "user": "scripted.yaml", "temperatures": [0.0],
-                                          "max_tokens": 32, "max_steps": 20})
-    backends = {"assistant": ScriptedBackend(assistant_reply, capabilities=Capabilities(continue_user_turn=True)),
-                "user": ScriptedBackend(user_reply, capabilities=Capabilities(continue_user_turn=True))}
     path = folder / "store.sqlite"
     store = Store(path)
-    run_id = asyncio.run(run_scenario(load_scenario(spec), store, backends=backends, show_progress=False)).run_id
+    run_id, _ = asyncio.run(faulty_run(folder, store))
     done = next(e for e in store.episodes(run_id) if e.key.item_id == DONE)
     users = [m.turn_index for m in store.messages(run_id, done.key.episode_id) if m.role == "user" and m.spoken]
     write_labels(store, run_id, WHO, [LabelRow(done.key.episode_id, users[-1], "scored", "echo_assistant", False)])
