@@ -139,7 +139,7 @@ class FittedTable:
                 continue
             yield Text("")
             if self.key:
-                yield Text(self.card_title(row), style="bold")
+                yield Text(neutralised(self.card_title(row)), style="bold")
             yield from self._card_lines(console, row, width - CARD_INDENT)
         if self.caption:
             yield Text("")
