@@ -2,10 +2,10 @@
 
 import re
 
-SCHEMA_VERSION = 7
-UPGRADABLE_FROM = (1, 2, 3, 4, 5, 6)
+SCHEMA_VERSION = 8
+UPGRADABLE_FROM = (1, 2, 3, 4, 5, 6, 7)
 """Older versions whose tables are a subset of this one: opening them adds the new tables (version 6 adds
-`fault_reviews`, version 7 `user_faults` and `user_fault_checks`), and `MESSAGES_V5` rebuilds a version 1-4 messages table (a CHECK constraint cannot be altered in place)."""
+`fault_reviews`, version 7 `user_faults` and `user_fault_checks`, version 8 `turn_reviews`), and `MESSAGES_V5` rebuilds a version 1-4 messages table (a CHECK constraint cannot be altered in place)."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -118,6 +118,24 @@ CREATE TABLE IF NOT EXISTS fault_reviews (
     attempts INTEGER NOT NULL DEFAULT 1,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS turn_reviews (
+    review_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL,
+    reviewer TEXT NOT NULL,
+    reviewer_version TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL CHECK (status IN ('scored', 'unscored')),
+    tags TEXT NOT NULL DEFAULT '[]',
+    severity TEXT,
+    reason TEXT,
+    raw TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL,
+    CHECK (status = 'scored' OR (severity IS NULL AND tags = '[]')),
+    CHECK ((severity IS NULL) = (tags = '[]'))
+);
 CREATE TABLE IF NOT EXISTS user_faults (
     run_id TEXT NOT NULL,
     episode_id TEXT NOT NULL,
@@ -194,6 +212,8 @@ CREATE INDEX IF NOT EXISTS episodes_by_run ON episodes(run_id, status);
 CREATE INDEX IF NOT EXISTS labels_by_judge ON labels(run_id, judge, judge_version, model, episode_id, turn_index);
 CREATE INDEX IF NOT EXISTS fault_reviews_by_reviewer
     ON fault_reviews(run_id, reviewer, reviewer_version, model, episode_id, turn_index, kind);
+CREATE INDEX IF NOT EXISTS turn_reviews_by_reviewer
+    ON turn_reviews(run_id, reviewer, reviewer_version, model, episode_id, turn_index);
 CREATE INDEX IF NOT EXISTS user_faults_by_run ON user_faults(run_id, judged, detector, episode_id, turn_index);
 """
 

@@ -30,6 +30,7 @@ from testbed.redaction import redact, redact_secrets_only
 from testbed.specs.registries import default_framework
 from testbed.store import lease
 from testbed.store.fault_reviews import FaultReviewStore
+from testbed.store.turn_reviews import TurnReviewStore
 from testbed.store.problems import damaged, read_only_message, store_problem, writable
 from testbed.store.reader import StoreError, StoreReader, message_from_row
 from testbed.store.records import EpisodeOutcome, SharedAnswer, WireRecord
@@ -56,7 +57,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-class Store(StoreReader, FaultReviewStore):
+class Store(StoreReader, FaultReviewStore, TurnReviewStore):
     """Reads and writes runs; one connection, used from one thread (the event loop's).
 
     `readonly=True` opens an existing store without writing anything to it (reports, listings,
