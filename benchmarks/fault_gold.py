@@ -23,6 +23,7 @@ intervals, on the split asked for (`dev`: the part that may be looked at while r
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections import Counter
@@ -162,13 +163,30 @@ def settle(a: dict, b: dict, c: dict, episodes: Path) -> list[dict]:
     return rows
 
 
-def rule_tags_by_turn(record: dict) -> dict[int, set[str]]:
-    """The τ² tags the rules give each user turn of a gold episode (role drift needs a judge and is not run here)."""
+def drift_labels(messages, judge) -> dict[int, str]:
+    """The judge's label of each generated user turn of one episode (what role drift is read from), as `testbed
+    judge` would give it: each turn with the episode's request and the latest spoken assistant message."""
+    from testbed.judges.verdict import JudgeInput
+    from testbed.store.reader import episode_turns
+    from testbed.transcript import TOOL_CALLS_COLUMN
+
+    rows = [{"role": m.role, "turn_index": m.turn_index, "content": m.content, "speaker": m.speaker,
+             TOOL_CALLS_COLUMN: bool(m.tool_calls)} for m in messages if m.role != "system"]
+    turns = episode_turns("gold", rows)
+    items = [JudgeInput(str(t.turn_index), t.question, t.answer, t.user_turn) for t in turns]
+    verdicts = asyncio.run(judge.judge_all(items))
+    return {t.turn_index: v.label for t, (v, _) in zip(turns, verdicts) if v.label is not None}
+
+
+def rule_tags_by_turn(record: dict, judge=None) -> dict[int, set[str]]:
+    """The τ² tags the rules give each user turn of a gold episode; role drift from `judge`'s labels when one is given
+    (the default stack: the fast judge), else none."""
     from testbed.scenarios.tau2.user_faults import detect_faults
 
     ep = load_episode(record)
+    drift = drift_labels(ep.messages, judge) if judge is not None else None
     out: dict[int, set[str]] = {m.turn_index: set() for m in user_turns(ep.messages)}
-    for f in detect_faults(ep.task, ep.messages, ep.termination):
+    for f in detect_faults(ep.task, ep.messages, ep.termination, drift):
         out.setdefault(f.turn_index, set()).add(RULE_TAGS[f.kind])
     return out
 
@@ -181,16 +199,21 @@ def prf(hits: int, flagged: int, truth: int) -> dict:
             "recall": r, "recall_ci": wilson_interval(hits, truth), "f1": f1}
 
 
-def score(split: str) -> dict:
-    """The rules against the settled labels on one split: per tag and for any error, at the turn level."""
+def score(split: str, judge_name: str | None = "learned") -> dict:
+    """The rules against the settled labels on one split: per tag and for any error, at the turn level; role drift
+    from the named judge (None: no drift)."""
+    from testbed.judges.base import make_judge
+    from testbed.judges.specs import load_judge
+
+    judge = make_judge(load_judge(judge_name)) if judge_name else None
     labels = {r["id"]: r for r in read_jsonl(LABELS) if split == "all" or r["split"] == split}
     records = [r for r in read_jsonl(EPISODES) if split == "all" or r["split"] == split]
     predicted: dict[str, set[str]] = {}
     for record in records:
-        for turn, tags in rule_tags_by_turn(record).items():
+        for turn, tags in rule_tags_by_turn(record, judge).items():
             predicted[f"{record['id']}#{turn}"] = tags
     ids = [i for i in labels if i in predicted]
-    out = {"split": split, "turns": len(ids), "episodes": len({i.split('#')[0] for i in ids})}
+    out = {"split": split, "drift_judge": str(judge.identity) if judge else None, "turns": len(ids), "episodes": len({i.split('#')[0] for i in ids})}
     for tag in ("any", *USER_ERROR_TAGS):
         def has(tags: set[str]) -> bool:
             return bool(tags) if tag == "any" else tag in tags
@@ -223,6 +246,7 @@ def main() -> None:
     p = sub.add_parser("score")
     p.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     p.add_argument("--json", type=Path)
+    p.add_argument("--judge", default="learned", help="whose labels give role drift (none: no drift)")
     args = parser.parse_args()
     if args.command == "export":
         export(args.stores, args.out)
@@ -239,8 +263,9 @@ def main() -> None:
         write_jsonl(args.out, rows)
         print(f"{len(rows)} settled labels ({sum(r['settled_by'] == 'third' for r in rows)} by the third) -> {args.out}")
     else:
-        result = score(args.split)
-        print(f"rules on the gold set's {args.split} split: {result['turns']} user turns, {result['episodes']} episodes\n")
+        result = score(args.split, None if args.judge == "none" else args.judge)
+        print(f"rules on the gold set's {args.split} split: {result['turns']} user turns, {result['episodes']} episodes; "
+              f"role drift from {result['drift_judge']}\n")
         print("| tag | true | flagged | precision (95 % CI) | recall (95 % CI) | F1 |\n|---|---|---|---|---|---|")
         for tag in ("any", *USER_ERROR_TAGS):
             m = result[tag]
