@@ -16,6 +16,8 @@ from testbed.store.sqlite_store import StoreError
 
 KEPT = "Reviews written before this are kept; run the same command again to continue."
 JUDGE_HELP = judge_help("the reviewing model: an agent spec, or an LLM judge (its agent and settings)", prompted=True)
+WHOLE_HELP = ("review every finished episode's whole conversation in the kind's error taxonomy (tags and severity per "
+              "user turn, with the user's instructions and guidelines) instead of only the turns the rules flagged")
 LABELS_HELP = "whose role-drift labels flag drift, as in `report --judge` (default: the run's reviewed, learned or local labels; none: no drift)"
 
 
@@ -24,12 +26,20 @@ def review_faults(
     run_id: Annotated[str, typer.Argument(help="run id of a kind whose simulated user's faults are detected (a unique prefix is enough)")],
     judge: Annotated[str, typer.Option("--judge", "-j", help=JUDGE_HELP)],
     labels: Annotated[Optional[str], typer.Option(help=LABELS_HELP)] = None,
+    whole: Annotated[bool, typer.Option("--whole", help=WHOLE_HELP)] = False,
     store: StoreOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Ask a model, for every fault the rules flagged on a user turn of a finished episode, whether it hindered the
     agent or was harmless; faults it already gave a verdict on are skipped. Faults not stored yet (a run made before
-    they were) are stored first. `testbed report` then shows the share judged hindering per condition."""
+    they were) are stored first. `testbed report` then shows the share judged hindering per condition.
+
+    With --whole, the model instead reads each finished episode's whole conversation, with the user's instructions
+    and the simulation guidelines it was given, and names every user turn with an error: its tags and one severity in
+    the kind's taxonomy (τ²'s: hallucination, revealed_info_early, ... ; critical_hindered, critical_helped, minor).
+    Verdicts are stored per user turn under the reviewer's identity (user-review@<prompt version>:<model>); episodes it
+    already scored are skipped. `testbed report` then shows the share of episodes with a reviewer-tagged error per
+    condition and, where the rules checked the same episodes, their agreement with the reviewer."""
     from testbed.judges.fault_review import load_reviewer
     from testbed.judges.fault_review_run import faults_to_review
     from testbed.judges.fault_review_run import review_faults as review
@@ -42,6 +52,14 @@ def review_faults(
         reviewer = load_reviewer(judge)
     except SpecError as exc:
         fail(str(exc))
+    if whole:
+        if labels is not None:
+            fail("--labels picks whose role-drift flags the flagged-fault review asks about; --whole reviews every user "
+                 "turn and flags none: drop --labels")
+        from testbed.cli.conversation_review import review_whole
+
+        review_whole(run_id, reviewer, store, quiet)
+        return
     db = open_store(store)
     try:
         run = db.run(run_id)["run_id"]

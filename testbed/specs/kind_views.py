@@ -34,6 +34,16 @@ class FaultDetector(Protocol):
     """Each fault kind it flags → its short name (replay's marks and filter), in the order reports show them."""
     meanings: Mapping[str, str]
     """Each fault kind → what it means, in the words a fault reviewer reads (testbed.judges.fault_review)."""
+    tags: Mapping[str, str]
+    """Each error tag a whole-conversation reviewer may give a user turn → what it means (testbed.judges.conversation_review)."""
+    severities: Mapping[str, str]
+    """Each severity such a reviewer gives a user turn with an error → what it means."""
+    rule_tags: Mapping[str, str]
+    """Each fault kind its rules flag → the error tag it counts under, so rules and reviewer are compared tag by tag."""
+
+    def review_contexts(self, store: Any, run_id: str) -> tuple[dict[str, tuple[str, str]], str]:
+        """Each finished episode's (user's instructions, simulation guidelines the user was given), as a whole-conversation
+        reviewer is shown them, and why some finished episodes have none ("" when none lacks them)."""
 
     def store_faults(self, store: Any, run_id: str) -> int:
         """Detect and store the faults of the run's episodes not yet checked; how many episodes it checked now."""

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from testbed.scenarios.tau2.fault_tags import RULE_TAGS, SEVERITY_MEANINGS, TAG_MEANINGS
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS, UserFault
 from testbed.specs.tau2 import domain_of
 from testbed.store import Store
@@ -91,10 +92,19 @@ def drift_faults(store: Store, run_id: str, judge: JudgeIdentity, episodes: set[
 
 
 class Tau2FaultDetector:
-    """The τ² kind's `FaultDetector` (testbed.specs.kind_views)."""
+    """The τ² kind's `FaultDetector` (testbed.specs.kind_views); its review vocabulary is τ²'s taxonomy (fault_tags)."""
 
     names = FAULT_NAMES
     meanings = FAULT_MEANINGS
+    tags = TAG_MEANINGS
+    severities = SEVERITY_MEANINGS
+    rule_tags = RULE_TAGS
+
+    def review_contexts(self, store: Store, run_id: str) -> tuple[dict[str, tuple[str, str]], str]:
+        """Each finished episode's user instructions and simulation guidelines, read from τ² (`review_context`)."""
+        from testbed.analysis.tau2.review_context import review_contexts
+
+        return review_contexts(store, run_id)
 
     def store_faults(self, store: Store, run_id: str) -> int:
         """Run the rules over the run's episodes not yet checked and store what they find; how many were checked."""
