@@ -65,7 +65,7 @@ def export(stores: list[str], out: Path) -> None:
         store = Store(path)
         for run_id in (r["run_id"] for r in store.runs()):
             episodes = {e.episode_id: e for e in episodes_df(store, run_id, exact=True).itertuples(index=False)}
-            for eid, messages in store.iter_messages(run_id):
+            for eid, messages in store.iter_messages(run_id, include_errored=True):
                 e = episodes[eid]
                 name = domain_of(e.dataset)
                 if name is not None and user_turns(messages):
