@@ -10,10 +10,11 @@ import pandas as pd
 
 from testbed.analysis.reports.conversation import GROUP, conversation_report
 from testbed.analysis.tau2.faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMNS, fault_frame, fault_rates, review_rates,
-                                          reviewed_faults)
+                                          reviewed_faults, turn_faults)
 from testbed.analysis.tau2.metrics import (ERRORED_AS, ToolCounts, counted_rewards, is_success, pass_hat_ks,
                                           reward_interval, run_tool_counts, with_seed_reliability)
 from testbed.analysis.tau2.simulator_gap import GAP_COLUMNS, gap_of_group
+from testbed.analysis.tau2.user_review import USER_REVIEW_COLUMNS, reviewed_turns, rules_source, user_review_cells
 from testbed.specs.registries import ReportEntry
 from testbed.store.run_frames import RunFrames
 
@@ -45,7 +46,11 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
     of failed finished episodes (reward short of 1) with any: how much of the failure the simulator may carry. When a
     reviewer judged the flagged faults (`testbed review-faults`), `fault_hindered` is the share of reviewed faults it
     judged hindering the agent and `failed_hindered` the share of failed episodes with a hindering fault (each with
-    Wilson bounds, beside the counts reviewed and unscored: tau2_faults.review_rates). Where the run also seats the
+    Wilson bounds, beside the counts reviewed and unscored: tau2_faults.review_rates). `fault_source` names the rules
+    (and the judge) that found the faults. When a whole-conversation reviewer reviewed the run (`review-faults --whole`),
+    `review_error`, `review_hindered`, `review_helped` are the shares of its scored episodes with an error it tagged, a
+    critical_hindered one and a critical_helped one, `review_source` is its identity, and `agree_<tag>_*` the rules'
+    agreement with it per user turn (testbed.analysis.tau2.user_review). Where the run also seats the
     scripted user with the group's assistant (a users sweep), a model user's rows have the simulator gap
     (testbed.analysis.tau2.simulator_gap: `scripted_reward`, `simulator_gap` with `_lo`/`_hi`, `gap_tasks`). The rest
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
@@ -61,9 +66,13 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
     breakdowns = dict(zip(run.rewards.episode_id, run.rewards.breakdown))
     users_call = any(c.user_calls for c in counts.values())
     reviews = reviewed_faults(run)
+    review = reviewed_turns(run)
+    rule_turns = turn_faults(run) if review is not None else None
     rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),
              **gap_of_group(g, episodes, errored_as),
-             **fault_rates(faults.loc[g.episode_id], judge is not None), **_severity(faults.loc[g.episode_id], reviews)}
+             **fault_rates(faults.loc[g.episode_id], judge is not None), "fault_source": rules_source(judge),
+             **_severity(faults.loc[g.episode_id], reviews),
+             **user_review_cells(faults.loc[g.episode_id], rule_turns, review, judge is not None)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
@@ -94,8 +103,12 @@ def _column_order(column: str) -> tuple:
         return (0, len(REWARD_COLUMNS) + GAP_COLUMNS.index(column), "")
     if column in FAULT_RATE_COLUMNS:
         return (4, FAULT_RATE_COLUMNS.index(column), "")
+    if column == "fault_source":
+        return (4, len(FAULT_RATE_COLUMNS), "")
     if column in REVIEW_RATE_COLUMNS:
         return (5, REVIEW_RATE_COLUMNS.index(column), "")
+    if column in USER_REVIEW_COLUMNS:
+        return (6, USER_REVIEW_COLUMNS.index(column), "")
     return (3, TOOL_COLUMNS.index(column), "")
 
 

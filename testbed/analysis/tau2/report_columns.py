@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from testbed.analysis.reports.render import _num, _rate
+from testbed.analysis.tau2.user_review import RULE_CHECKED_TAGS
 
 Column = tuple[str, str, Callable[[pd.Series], str]]
 
@@ -50,6 +51,33 @@ USER_FAULT_COLUMNS = [("premature stop (95% CI)", "fault_premature_stop"), ("rev
                       ("failed with user fault (95% CI)", "failed_with_fault")]
 """The simulated-user fault rates (testbed.analysis.tau2.faults): header and column, each with its interval."""
 
+def _agreement(row: pd.Series, tag: str) -> str:
+    """Rules against reviewer on one tag, e.g. `κ 0.62, 95% agree (both 3, rules 1, reviewer 2, neither 34)`."""
+    turns = row.get(f"agree_{tag}_turns")
+    if turns is None or turns != turns:
+        return "n/a"
+    cells = ", ".join(f"{name} {int(row[f'agree_{tag}_{c}'])}" for name, c in
+                      (("both", "both"), ("rules", "rules_only"), ("reviewer", "reviewer_only"), ("neither", "neither")))
+    return f"κ {_num(row[f'agree_{tag}_kappa'], '{:.2f}')}, {_num(row[f'agree_{tag}_agreement'], '{:.0%}')} agree ({cells})"
+
+
+FAULT_SOURCE_COLUMN: Column = ("user faults found by", "fault_source", lambda r: str(r.fault_source))
+"""The rules (and judge) whose faults the simulated-user fault rates count."""
+
+USER_REVIEW_DISPLAY: list[Column] = [
+    ("episodes with user error (95% CI)", "review_error", _rated("review_error")),
+    ("with critical_hindered (95% CI)", "review_hindered", _rated("review_hindered")),
+    ("with critical_helped (95% CI)", "review_helped", _rated("review_helped")),
+    ("episodes reviewed", "review_episodes", lambda r: str(r.review_episodes)),
+    ("episode reviews unscored", "review_unscored", lambda r: str(r.review_unscored)),
+    ("reviewed by", "review_source", lambda r: str(r.review_source)),
+]
+"""The whole-conversation reviewer's figures (testbed.analysis.tau2.user_review), shown only when one reviewed the run."""
+
+AGREEMENT_DISPLAY: list[Column] = [(f"rules vs reviewer: {tag}", f"agree_{tag}_kappa", lambda r, tag=tag: _agreement(r, tag))
+                                   for tag in (*RULE_CHECKED_TAGS, "any")]
+"""Rules against the reviewer per user turn, per tag the rules flag and pooled."""
+
 FAULT_REVIEW_COLUMNS: list[Column] = [
     ("hindering faults (95% CI)", "fault_hindered", _rated("fault_hindered")),
     ("faults reviewed", "fault_reviewed", lambda r: str(r.fault_reviewed)),
@@ -79,6 +107,9 @@ REPORT_COLUMNS: list[Column] = [
     ("user's share of spread", "user_variance_share", lambda r: _num(r.user_variance_share, "{:.2f}")),
     ("seed note", "vary_note", lambda r: r.vary_note if isinstance(r.vary_note, str) else ""),
     *FAULT_REVIEW_COLUMNS,
+    FAULT_SOURCE_COLUMN,
+    *USER_REVIEW_DISPLAY,
+    *AGREEMENT_DISPLAY,
 ]
 """The τ² report's display columns: header, the report column that must exist for it (a name ending in `_`: some
 column with that prefix), and how to show a row."""
@@ -88,13 +119,16 @@ REPORT_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("simulator gap (model user − scripted user, paired by task)", ("scripted-user reward", "simulator gap (95% CI)",
                                                                     "gap tasks")),
     ("tool use", ("tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.")),
-    ("simulated-user faults", tuple(h for h, _ in USER_FAULT_COLUMNS)),
+    ("simulated-user faults", (*(h for h, _ in USER_FAULT_COLUMNS), FAULT_SOURCE_COLUMN[0])),
     ("seed reliability", ("pass^k, user's seed varied", "pass^k, assistant's seed varied", "trial variance, user varied",
                           "trial variance, assistant varied", "user's share of spread", "seed note")),
     ("fault severity (reviewed)", tuple(h for h, _, _ in FAULT_REVIEW_COLUMNS)),
+    ("simulated-user errors (whole-conversation review)", tuple(h for h, _, _ in USER_REVIEW_DISPLAY)),
+    ("rules vs reviewer (per user turn, on episodes both checked)", tuple(h for h, _, _ in AGREEMENT_DISPLAY)),
 ]
 """The τ² columns' tables, in order, each shown when the report has one of its columns."""
 
 REPORT_RIGHT = frozenset({"tasks", "tool calls/ep.", "tool errors/ep.", "user tool calls/ep.", "user tool errors/ep.",
-                          "faults reviewed", "reviews unscored", "scripted-user reward", "gap tasks"})
+                          "faults reviewed", "reviews unscored", "scripted-user reward", "gap tasks",
+                          "episodes reviewed", "episode reviews unscored"})
 """The τ² headers whose cells are right-aligned (counts and per-episode numbers)."""
