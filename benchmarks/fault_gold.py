@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.fault_gold import load_episode, user_turns  # noqa: E402
+from testbed.scenarios.tau2.trajectory import SCRIPTED  # noqa: E402
 from testbed.scenarios.tau2.fault_tags import RULE_TAGS, SEVERITIES, USER_ERROR_TAGS  # noqa: E402
 
 GOLD = REPO / "judges" / "faults-gold"
@@ -151,9 +152,12 @@ def disputed(a: dict[str, dict], b: dict[str, dict]) -> list[str]:
 
 def settle(a: dict, b: dict, c: dict, episodes: Path) -> list[dict]:
     """The final label of every turn: the two annotators' where they agree, the third's where they do not."""
-    split = {r["id"]: r["split"] for r in read_jsonl(episodes)}
+    records = read_jsonl(episodes)
+    split = {r["id"]: r["split"] for r in records}
+    wanted = {f"{r['id']}#{m['turn']}" for r in records for m in r.get("messages", ())
+              if m["role"] == "user" and m["speaker"] != SCRIPTED and not m.get("tool_calls")}
     rows = []
-    for i in sorted(set(a) & set(b), key=lambda x: (x.split("#")[0], int(x.split("#")[1]))):
+    for i in sorted(set(a) & set(b) & wanted, key=lambda x: (x.split("#")[0], int(x.split("#")[1]))):
         agreed = a[i] == b[i]
         if not agreed and i not in c:
             raise SystemExit(f"{i}: the annotators disagree and the third label is missing")

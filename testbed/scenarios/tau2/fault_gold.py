@@ -116,5 +116,5 @@ def load_episode(record: dict) -> GoldEpisode:
 
 
 def user_turns(messages: list[Message]) -> list[Message]:
-    """The spoken user turns of an episode: what the gold set labels."""
-    return [m for m in messages if is_user(m) and m.spoken]
+    """The spoken user turns the simulated user wrote (not a task's scripted history): what the gold set labels."""
+    return [m for m in messages if is_user(m) and m.spoken and m.speaker != SCRIPTED]

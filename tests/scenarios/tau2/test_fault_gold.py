@@ -89,7 +89,8 @@ def test_agreement_and_settling_on_hand_made_labels(tmp_path):
     assert result["error_kappa"] == pytest.approx(0.5)
     assert bench.disputed(a, b) == ["e/1#6", "e/1#8"]
     episodes = tmp_path / "episodes.jsonl"
-    episodes.write_text(json.dumps({"id": "e/1", "split": "heldout"}) + "\n")
+    turns = [{"turn": t, "role": "user", "speaker": "m", "content": "x"} for t in (2, 4, 6, 8)]
+    episodes.write_text(json.dumps({"id": "e/1", "split": "heldout", "messages": turns}) + "\n")
     c = {"e/1#6": clean, "e/1#8": {"tags": ["guideline_violation"], "severity": "critical_hindered"}}
     rows = bench.settle(a, b, c, episodes)
     assert [(r["id"], r["settled_by"], r["tags"]) for r in rows] == [
@@ -111,3 +112,12 @@ def test_an_invalid_label_is_refused_by_name(tmp_path):
     path.write_text(json.dumps({"id": "e/1#2", "tags": ["made_up"], "severity": "minor"}) + "\n")
     with pytest.raises(SystemExit, match="e/1#2"):
         _bench()._labels(path)
+
+
+def test_a_tasks_scripted_history_is_not_a_turn_to_label():
+    from testbed.scenarios.tau2.trajectory import SCRIPTED
+    from testbed.transcript import Message
+
+    messages = [Message("user", "from the task's history", SCRIPTED, 1), Message("assistant", "ok", SCRIPTED, 2),
+                Message("user", "written by the model", "m", 3)]
+    assert [m.turn_index for m in user_turns(messages)] == [3]
