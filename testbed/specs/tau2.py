@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +25,52 @@ VarySeeds = Literal["both", "user", "assistant"]
 VARY_SEEDS_KEY = "vary_seeds"
 """The key of a generated message's sampling metadata that records its episode's `vary_seeds` when it is not `both`
 (absent: `both`, as in every episode stored before the field existed)."""
+
+USER_FAULTS = ("premature_stop", "revealed_early", "invented_fact", "ungrounded_device_claim", "answers_as_agent",
+               "contradiction", "ignores_instruction", "near_revealed_after_ask", "near_agent_said_first",
+               "near_device_after_check", "near_stop_after_done", "near_stop_after_transfer", "near_stop_after_refusal")
+"""The faults and near misses a `user_faults` plan may plant (testbed.scenarios.tau2.fault_injection says what each is)."""
+FAULT_PERTURBATION = "user-fault:"
+"""What an episode's `perturbation` starts with when a fault or near miss was planned for it."""
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """One planted turn: which fault or near miss (`USER_FAULTS`) at which user turn (1-based, the user's spoken turns)."""
+
+    kind: str
+    turn: int
+
+    @property
+    def label(self) -> str:
+        """The plan as written in a spec (`invented_fact@2`)."""
+        return f"{self.kind}@{self.turn}"
+
+    @property
+    def perturbation(self) -> str:
+        """The episode condition that carries the plan (`user-fault:invented_fact@2`)."""
+        return FAULT_PERTURBATION + self.label
+
+
+def parse_plan(text: str) -> FaultPlan | None:
+    """A plan from its spec text (`KIND@TURN`), None for `none`; a ValueError saying what is wrong and how to fix it."""
+    if text == "none":
+        return None
+    kind, at, turn = text.partition("@")
+    fix = f"write none or KIND@TURN (TURN a user turn from 1), KIND one of {', '.join(USER_FAULTS)}"
+    if kind not in USER_FAULTS:
+        raise ValueError(f"unknown user fault {kind!r} in {text!r} | fix: {fix}")
+    if not at or not turn.isdigit() or int(turn) < 1:
+        raise ValueError(f"user fault {text!r} names no user turn | fix: {fix} (e.g. {kind}@2)")
+    return FaultPlan(kind, int(turn))
+
+
+def plan_of(perturbation: str | None) -> FaultPlan | None:
+    """The plan an episode's `perturbation` carries, None for a clean one (or a perturbation of another kind)."""
+    if not perturbation or not perturbation.startswith(FAULT_PERTURBATION):
+        return None
+    return parse_plan(perturbation.removeprefix(FAULT_PERTURBATION))
+
 
 DATASET_PREFIX = "tau2-"
 """What a τ² episode's dataset name starts with; `dataset_name` and `domain_of` are its only readers."""
@@ -62,7 +109,7 @@ class Tau2ScenarioSpec(Strict):
     steps or `max_errors` failed tool calls, and is scored by τ²'s evaluator.
     """
 
-    LEFT_OUT_AT_DEFAULT = ("vary_seeds",)
+    LEFT_OUT_AT_DEFAULT = ("vary_seeds", "user_faults")
 
     kind: Literal["tau2"]
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -92,6 +139,12 @@ class Tau2ScenarioSpec(Strict):
     the tau2 report can tell how much of the spread over trials each side makes. At temperature 0 on a
     deterministic server seeds change nothing and both spreads are 0. An agent whose spec fixes `sampling.seed`
     keeps it: under `both` and `user` that is the assistant's seed in every trial; `assistant` refuses it."""
+    user_faults: list[str] = Field(default_factory=lambda: ["none"], min_length=1)
+    """Faults to plant in the simulated user's turns, one grid condition each: `none` (the user as it is) or
+    `KIND@TURN`, a fault or near miss of the fault-injection lab planted at the user's TURN-th spoken turn
+    (testbed.scenarios.tau2.fault_injection: `invented_fact@2`, `premature_stop@3`, `near_stop_after_done@5` ...).
+    The plan is the episode's `perturbation` condition (`user-fault:invented_fact@2`), the planted message records it
+    in its sampling; only the native framework asks the user for its turns, so only there are plans carried out."""
 
     @property
     def dataset(self) -> str:
@@ -118,3 +171,11 @@ class Tau2ScenarioSpec(Strict):
                              "| fix: use user_modes: [instructed] or [oneshot] for telecom")
         return value
     _vary = field_validator("vary_seeds")(distinct_values)
+    _faults = field_validator("user_faults")(distinct_values)
+
+    @field_validator("user_faults")
+    @classmethod
+    def _planned_faults(cls, value: list[str]) -> list[str]:
+        for text in value:
+            parse_plan(text)
+        return value

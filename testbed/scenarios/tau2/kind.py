@@ -1,5 +1,5 @@
 """τ²-bench tasks as a scenario kind: units are tasks, variants are user mode × user temperature × whose seed varies
-(`vary_seeds`) × trial.
+(`vary_seeds`) × the fault planted in the user's turns (`user_faults`, testbed.scenarios.tau2.fault_injection) × trial.
 
 Everything τ² provides (tasks, policies, tools, guidelines, evaluator) is read from the installed
 package when the scenario loads; a bad domain, task id or split, a missing package, a raw user on a
@@ -15,6 +15,7 @@ so the error says what failed and the termination still says how the conversatio
 from __future__ import annotations
 
 import random
+from itertools import product
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from testbed.scenarios.dialogue import check_servers as stop_if_servers_gone
 from testbed.scenarios.tau2.domains import INSTALL, NOT_INSTALLED, Tau2Domain, Tau2Unavailable, domain, tau2_installed
 from testbed.scenarios.tau2.episode import start_episode
 from testbed.scenarios.tau2.evaluation import EvaluationFailed
+from testbed.scenarios.tau2.fault_injection import FaultyUser
 from testbed.scenarios.tau2.participants import GoalUser, ToolAssistant
 from testbed.scenarios.tau2.prompts import USER_SLOTS, assistant_prompt, user_prompt
 from testbed.scenarios.tau2.scoring import score
@@ -41,7 +43,7 @@ from testbed.scenarios.tau2.scripted_user import BACKEND as SCRIPTED_BACKEND, SC
 from testbed.specs.errors import SpecError
 from testbed.specs.loader import ResolvedAgent, ResolvedScenario
 from testbed.specs.registries import FrameworkEntry, ScenarioKindEntry
-from testbed.specs.tau2 import VARY_SEEDS_KEY, Tau2ScenarioSpec
+from testbed.specs.tau2 import VARY_SEEDS_KEY, FaultPlan, Tau2ScenarioSpec, parse_plan
 from testbed.store import EpisodeKey, EpisodeOutcome
 from testbed.transcript import Message
 from testbed.wire.attribution import attribute
@@ -128,11 +130,13 @@ def check_servers(scenario: ResolvedScenario) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Tau2Variant(EpisodeVariant):
-    """A τ² episode to run: its key, its own seed (from its id), whose seed varies across trials, and the seed of the
-    side held fixed (the same in every trial of the task; unused under `both`)."""
+    """A τ² episode to run: its key, its own seed (from its id), whose seed varies across trials, the seed of the
+    side held fixed (the same in every trial of the task; unused under `both`), and the fault planted in its user's
+    turns (None: none; testbed.scenarios.tau2.fault_injection)."""
 
     vary_seeds: str = "both"
     fixed_seed: int = 0
+    user_fault: FaultPlan | None = None
 
 
 def fixed_seed(spec: Tau2ScenarioSpec, task_id: str, side: str) -> int:
@@ -171,6 +175,12 @@ def marked(messages: list[Message], v: EpisodeVariant) -> list[Message]:
     return [replace(m, sampling={**m.sampling, VARY_SEEDS_KEY: vary}) if m.sampling is not None else m for m in messages]
 
 
+def planted(user: Any, task: Any, v: EpisodeVariant) -> Any:
+    """The episode's user, wrapped to plant its variant's user fault where it has one."""
+    plan = v.user_fault if isinstance(v, Tau2Variant) else None
+    return user if plan is None else FaultyUser(user, task, plan, v.seed)
+
+
 def too_deep(where: str, exc: RecursionError) -> str:
     """The episode's one-line reason for a RecursionError in its loop or its scoring: something in the episode (a tool
     call's arguments, a result) nested deeper than Python walks. The testbed's own readers check tool-call arguments
@@ -202,11 +212,11 @@ class Tau2Runner:
         sampling = TurnSampling(v.key.temperature, spec.max_tokens, s.user.spec.sampling.top_p, u_seed, u_per_turn)
         if is_scripted(s.user):
             script = UserScript.of(task)
-            return assistant, ScriptedGoalUser(s.user, ctx.backends["user"].for_script(script), script, v.key.user_mode,
-                                               prompt, sampling)
+            return assistant, planted(ScriptedGoalUser(s.user, ctx.backends["user"].for_script(script), script,
+                                                       v.key.user_mode, prompt, sampling), task, v)
         user = GoalUser(s.user, ctx.backends["user"], v.key.user_mode, prompt, d.user_tools, ctx.tokens(s.user),
                         sampling)
-        return assistant, user
+        return assistant, planted(user, task, v)
 
     async def _one(self, task: Any, v: EpisodeVariant) -> None:
         ctx, spec = self.context, self.context.scenario.spec
@@ -269,8 +279,9 @@ class Tau2Kind:
     """τ² tasks as a scenario kind."""
 
     def plan(self, scenario: ResolvedScenario) -> list[tuple[Any, list[EpisodeVariant]]]:
-        """Every selected task with its variants: user mode × temperature × vary_seeds × trial, with stable ids
-        (`vary_seeds` joins an id only when it is not `both`, so ids made before it existed stay). The scripted user's
+        """Every selected task with its variants: user mode × temperature × vary_seeds × user fault × trial, with stable
+        ids (`vary_seeds` joins an id only when it is not `both`, a user fault only when one is planned, so ids made
+        before they existed stay). The scripted user's
         episodes are stored under the user model SCRIPTED_USER_MODEL, whatever its spec is named, so reports find them."""
         check_scripted(scenario)
         check_servers(scenario)
@@ -284,14 +295,17 @@ class Tau2Kind:
             fixed = {side: fixed_seed(spec, task.id, side) for side in ("assistant", "user")}
             for mode in spec.user_modes:
                 for temperature in spec.temperatures:
-                    for vary in spec.vary_seeds:
-                        for trial in range(spec.trials):
-                            def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id) -> EpisodeKey:
-                                return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
-                                                  user_model, mode, temperature, trial, "none")
-                            parts = (spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed)
-                            v = variant(parts + ((vary,) if vary != "both" else ()), key)
-                            variants.append(Tau2Variant(v.key, v.seed, vary, fixed["assistant" if vary == "user" else "user"]))
+                    for vary, plan, trial in product(spec.vary_seeds, map(parse_plan, spec.user_faults), range(spec.trials)):
+                        condition = plan.perturbation if plan is not None else "none"
+
+                        def key(eid: str, mode=mode, temperature=temperature, trial=trial, task_id=task.id,
+                                condition=condition) -> EpisodeKey:
+                            return EpisodeKey(eid, task_id, source, a.spec.name, served_model_name(a.spec), u.spec.name,
+                                              user_model, mode, temperature, trial, condition)
+                        parts = (spec.kind, spec.name, task.id, identity, mode, temperature, trial, spec.seed)
+                        extra = ((vary,) if vary != "both" else ()) + ((condition,) if plan is not None else ())
+                        v = variant(parts + extra, key)
+                        variants.append(Tau2Variant(v.key, v.seed, vary, fixed["assistant" if vary == "user" else "user"], plan))
             out.append((task, variants))
         return out
 
