@@ -15,7 +15,8 @@ clean. A user turn the reply does not list is reviewed clean.
 
 The API the lab and the CLI call:
 
-    await review_conversation(messages, instructions, guidelines, reviewer, vocabulary, *, backend=None, episode_id="")
+    await review_conversation(messages, instructions, guidelines, reviewer, vocabulary, *, backend=None, episode_id="",
+                              termination=None)   # the episode's stored termination, e.g. "user_stop"
         -> ConversationReview   # .turns: one TurnReviewRow per user turn (tags, severity or None, reason, scored)
 
 `reviewer` is a `ResolvedReviewer` (`fault_review.load_reviewer(spec)`: an agent spec or an LLM judge spec); `backend`
@@ -46,7 +47,7 @@ REVIEWER = "user-review"
 """The name whole-conversation reviews are stored under."""
 PROMPT_VERSION = "user-review-1"
 """The version of `judges/prompts/user-review.md`: change it with the prompt, so old reviews stay apart."""
-PROMPT_SLOTS = ("instructions", "guidelines", "tags", "severities", "conversation", "user_turns")
+PROMPT_SLOTS = ("instructions", "guidelines", "tags", "severities", "conversation", "user_turns", "ending")
 """The slots the review prompt must hold."""
 MIN_TOKENS = 1024
 """The fewest completion tokens a whole-conversation review is given (a judge spec's limit is sized for one turn)."""
@@ -161,19 +162,36 @@ def parse_user_review(reply: str, turns: Collection[int], vocabulary: ErrorVocab
     return sorted(found, key=lambda e: e.turn), _line(data.get("summary", ""), "`summary`")
 
 
+def ending_text(termination: str | None) -> str:
+    """How the episode ended, in the words the reviewer reads (the end markers are stripped from the stored turns, so
+    without this a reviewer could not tell that the user stopped)."""
+    from testbed.loop.orchestrator import TerminationReason as T
+
+    words = {T.USER_STOP: "the USER ended the conversation (it sent its stop signal after its last turn)",
+             T.TRANSFER: "the USER said it was transferred to a human agent",
+             T.AGENT_STOP: "the AGENT ended the conversation", T.MAX_STEPS: "the conversation was cut off at its step limit",
+             T.MAX_TURNS: "the conversation was cut off at its turn limit",
+             T.TOKEN_BUDGET: "the conversation was cut off at its token budget",
+             T.TOO_MANY_ERRORS: "the conversation was cut off after too many failed tool calls",
+             T.ASSISTANT_DONE: "the AGENT gave its final answer"}
+    if not isinstance(termination, str) or not termination:
+        return "not recorded"
+    return words.get(termination, termination)
+
+
 def _listing(meanings: Mapping[str, str]) -> str:
     return "\n".join(f"- {name}: {meaning}" for name, meaning in meanings.items())
 
 
 def render_user_review_prompt(template: str, messages: Sequence[Message], instructions: str, guidelines: str,
-                              vocabulary: ErrorVocabulary, tokens: ControlTokens) -> str:
+                              vocabulary: ErrorVocabulary, tokens: ControlTokens, ending: str = "not recorded") -> str:
     """The prompt for one episode: instructions, guidelines and the whole conversation fenced (none of it is the
-    reviewer's to obey), the vocabulary listed with meanings, and the user turns it may name."""
+    reviewer's to obey), how it ended, the vocabulary listed with meanings, and the user turns it may name."""
     values = {"instructions": fence(tokens.neutralise(instructions), "INSTRUCTIONS"),
               "guidelines": fence(tokens.neutralise(guidelines), "GUIDELINES"),
               "tags": _listing(vocabulary.tags), "severities": _listing(vocabulary.severities),
               "conversation": fence(conversation_text(messages, tokens), "CONVERSATION"),
-              "user_turns": ", ".join(map(str, user_turns(messages))) or "(none)"}
+              "user_turns": ", ".join(map(str, user_turns(messages))) or "(none)", "ending": ending}
     return fill_slots(template, values, required=PROMPT_SLOTS)
 
 
@@ -218,14 +236,16 @@ class ConversationReviewer:
         return reviewer_identity(self.reviewer)
 
     async def review(self, messages: Sequence[Message], instructions: str, guidelines: str,
-                     episode_id: str = "") -> ConversationReview:
-        """The review of one episode's user turns; an episode without any has nothing to review (no rows, no call)."""
+                     episode_id: str = "", termination: str | None = None) -> ConversationReview:
+        """The review of one episode's user turns, told how it ended (its stored termination, `ending_text`); an episode
+        without user turns has nothing to review (no rows, no call)."""
         turns = user_turns(messages)
         if not turns:
             return ConversationReview(episode_id, (), "no user turn to review")
         s = self.reviewer.settings
         prompt = [{"role": "user", "content": render_user_review_prompt(self.template, messages, instructions, guidelines,
-                                                                        self.vocabulary, self.tokens)}]
+                                                                        self.vocabulary, self.tokens,
+                                                                        ending_text(termination))}]
         schema = {"name": "user_review", "schema": review_schema(turns, self.vocabulary), "strict": True}
         response_format = {"type": "json_schema", "json_schema": schema} if self.backend.capabilities.structured_output else None
         asked, replies = prompt, []
@@ -253,15 +273,17 @@ def unscored(episode_id: str, turns: Sequence[int], why: str, raw: str | None, a
 
 
 async def review_conversation(messages: Sequence[Message], instructions: str, guidelines: str, reviewer: ResolvedReviewer,
-                              vocabulary: ErrorVocabulary, *, backend: Backend | None = None,
-                              episode_id: str = "") -> ConversationReview:
-    """Review one episode's user turns (module docstring): `backend` is the started reviewer model; without it the
-    reviewer's agent is started for this call and stopped after. A backend error propagates (the caller decides
-    whether it is an unscored review or the end of the work)."""
+                              vocabulary: ErrorVocabulary, *, backend: Backend | None = None, episode_id: str = "",
+                              termination: str | None = None) -> ConversationReview:
+    """Review one episode's user turns (module docstring), told how it ended (`termination`, as the store keeps it):
+    `backend` is the started reviewer model; without it the reviewer's agent is started for this call and stopped
+    after. A backend error propagates (the caller decides whether it is an unscored review or the end of the work)."""
     if backend is not None:
-        return await ConversationReviewer(reviewer, vocabulary, backend).review(messages, instructions, guidelines, episode_id)
+        return await ConversationReviewer(reviewer, vocabulary, backend).review(messages, instructions, guidelines,
+                                                                                episode_id, termination)
     from testbed.backends.factory import BackendPool
 
     async with BackendPool() as pool:
         started = await pool.backend_for(reviewer.agent.spec)
-        return await ConversationReviewer(reviewer, vocabulary, started).review(messages, instructions, guidelines, episode_id)
+        return await ConversationReviewer(reviewer, vocabulary, started).review(messages, instructions, guidelines,
+                                                                                episode_id, termination)

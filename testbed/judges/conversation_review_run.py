@@ -24,6 +24,7 @@ from testbed.judges.fault_review import ResolvedReviewer
 from testbed.judges.runner import judging_lease, lease_key, still_leased
 from testbed.progress import EpisodeProgress
 from testbed.store import Store
+from testbed.store.frames import episodes_df
 from testbed.store.records import JudgeIdentity
 
 
@@ -64,6 +65,8 @@ async def review_conversations(store: Store, run_id: str, contexts: Mapping[str,
     unscored review with the reason.
     """
     who = reviewer_identity(reviewer)
+    episodes = episodes_df(store, run_id, exact=True)
+    endings = dict(zip(episodes.episode_id, episodes.termination))
     async with judging_lease(store, run_id, who):
         done = store.reviewed_conversations(run_id, who)
         todo = sorted(e for e in contexts if e not in done)
@@ -92,7 +95,7 @@ async def review_conversations(store: Store, run_id: str, contexts: Mapping[str,
                             messages = store.messages(run_id, eid)
                             instructions, guidelines = contexts[eid]
                             try:
-                                review = await asker.review(messages, instructions, guidelines, eid)
+                                review = await asker.review(messages, instructions, guidelines, eid, endings.get(eid))
                             except BackendUnavailable:
                                 raise
                             except BackendError as exc:

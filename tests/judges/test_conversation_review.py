@@ -6,6 +6,7 @@ unscored (never clean), with the replies kept."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -85,6 +86,18 @@ async def test_a_review_tags_the_listed_turns_and_leaves_the_others_clean(review
     assert all(f"- {t}: {m}" in prompt for t, m in VOCAB.tags.items())
     schema = backend.requests[0].response_format["json_schema"]["schema"]
     assert schema["properties"]["errors"]["items"]["properties"]["turn"]["enum"] == [2, 5]
+
+
+async def test_the_reviewer_is_told_how_the_conversation_ended_since_stop_signals_are_not_stored(reviewer):
+    backend = ScriptedBackend([VALID, VALID])
+    await review_conversation(conversation(), INSTRUCTIONS, GUIDELINES, reviewer, VOCAB, backend=backend, termination="user_stop")
+    await review_conversation(conversation(), INSTRUCTIONS, GUIDELINES, reviewer, VOCAB, backend=backend)
+    stopped, unknown = (r.messages[0]["content"] for r in backend.requests)
+    assert "ended: the USER ended the conversation" in stopped and "ended: not recorded." in unknown
+
+
+def test_the_prompt_names_no_benchmark():
+    assert not re.search(r"τ|tau|airline|retail|telecom|sierra", prompt_path().read_text(), re.I)
 
 
 async def test_a_reply_repaired_on_retry_is_scored(reviewer):

@@ -77,6 +77,7 @@ async def test_every_finished_episode_is_reviewed_whole_and_stored_per_user_turn
     shown = next(p for p in prompts if INVENTED in p)
     assert scenario.splitlines()[0] in shown, "the user's instructions come from the installed τ² task"
     assert "shown apart above" in shown and all(t in shown for t in USER_ERROR_TAGS + SEVERITIES)
+    assert "ended: the USER ended the conversation" in shown, "the stored termination is shown"
     eid = stopping(store, run_id)
     frame = turn_reviews_df(store, run_id)
     assert sorted(map(tuple, frame[["episode_id", "turn_index"]].values.tolist())) == sorted(
