@@ -25,7 +25,7 @@ from testbed.store.frames import episodes_df
 from testbed.store.labels import JudgeIdentity, labels_frame
 from testbed.store.user_faults import FaultRow, checked_episodes, faults_df, write_faults
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 """The version of the rules in testbed.scenarios.tau2.user_faults; a new one marks faults stored before as older."""
 RULES = JudgeIdentity("tau2-user-rules", RULES_VERSION)
 """The identity stored with every fault the rules find."""

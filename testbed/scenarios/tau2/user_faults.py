@@ -12,7 +12,10 @@ confidence from the text it stays silent, so a flag is evidence and its absence 
   in the episode that was executed (its result is not an error) matches it the way τ²'s action check
   does (`Action.compare_with_tool_call`: same name, equal compared arguments, any requestor). The agent
   transferred when it called `transfer_to_human_agents`; it refused when one of its last two spoken turns
-  says so (`REFUSAL`: "cannot", "unable to", "not allowed", "against policy", "sorry, but" …).
+  says so (`REFUSAL`: "cannot", "unable to", "not allowed", "against policy", "sorry, but" …). A stop right after
+  the agent's closing offer ("anything else I can help with?", `CLOSING_OFFER`) is no fault either: the agent
+  called the work finished, and the user cannot see whether its tool calls failed (the fault-injection lab found
+  such stops flagged on retail tasks whose expected actions fail in τ²'s own environment).
 - `revealed_early`: the user says a piece of its *known info* (structured instructions' `known_info`:
   ids, emails, phone numbers, zip codes and other id-like tokens, and the name after "You are …") that no
   earlier assistant turn asked for. Each piece has a kind (user id, email, zip, phone, name, reservation,
@@ -57,6 +60,8 @@ TRANSFER_TOOL = "transfer_to_human_agents"
 REFUSAL = re.compile(r"\b(?:can ?not|can't|unable to|not able to|won't be able to|not (?:possible|allowed|permitted|eligible)"
                      r"|against (?:our |the )?polic(?:y|ies)|(?:sorry|afraid),? but)\b", re.I)
 """Wording by which an agent declines a request."""
+CLOSING_OFFER = re.compile(r"\b(?:anything|something) else\b|\bfurther assist", re.I)
+"""Wording by which an agent offers more help once it counts the work finished."""
 ASKED = {
     "user id": r"user ?id|customer ?id|account ?id|user ?name",
     "email": r"e-?mail",
@@ -217,7 +222,7 @@ def _premature_stop(task: Any, messages: list[Message], termination: str) -> lis
     if any(c.name == TRANSFER_TOOL for m in messages if is_assistant(m) for c in m.tool_calls):
         return []
     last_words = [m.content for m in messages if is_assistant(m) and m.spoken][-2:]
-    if any(REFUSAL.search(words) for words in last_words):
+    if any(REFUSAL.search(words) for words in last_words) or (last_words and CLOSING_OFFER.search(last_words[-1])):
         return []
     undone = [a.name for a in criteria.actions if not any(a.compare_with_tool_call(c) for c in calls)]
     return [UserFault("premature_stop", users[-1].turn_index, "undone: " + ", ".join(dict.fromkeys(undone)))] if undone else []
