@@ -125,8 +125,9 @@ def collect(store, run_id: str, domain_name: str, judge) -> tuple[list[dict], li
                          "delivered": plan is None or record is not None, "detail": record[3] if record else ""})
         for m in messages:
             if is_user(m) and m.spoken:
+                here = m.turn_index == planted_at
                 turns.append({"episode_id": eid, "domain": domain_name, "turn_index": m.turn_index,
-                              "planted": planted if m.turn_index == planted_at else ""})
+                              "planted": planted if here else "", "detail": record[3] if here else ""})
     flags = faults_df(store, run_id, judge)
     return turns, episodes, flags[["episode_id", "turn_index", "kind"]].to_dict("records")
 
@@ -198,10 +199,25 @@ def tables(turns: pd.DataFrame, episodes: pd.DataFrame, flags: pd.DataFrame, see
         "by_tag": target_table(turns, flags, targets_by_tag(), seed).to_dict("records"),
         "cross": cross_table(turns, flags, list(FAULT_KINDS)).reset_index(names="planted").to_dict("records"),
         "near_misses": near_rows,
+        "shapes": shape_rows(turns, flags),
         "clean": clean_rates(turns, flags, clean),
         "clean_by_domain": {d: clean_rates(turns[turns.domain == d], flags, clean & set(turns[turns.domain == d].episode_id))
                             for d in sorted(turns.domain.unique())},
     }
+
+
+def shape_rows(turns: pd.DataFrame, flags: pd.DataFrame) -> list[dict]:
+    """Per planted fault that a rule should flag, per shape of what was planted (an invented id, amount, name or date; a
+    device claim's topic, `-worded` where it names no on/off state; a name said other than "my name is"): how many
+    turns, and how many its rule flagged."""
+    planted = turns[turns.planted.map(lambda k: k in PLANTED and not PLANTED[k].near_miss and PLANTED[k].rule is not None)]
+    planted = planted.assign(shape=planted.detail.str.split().str[0])
+    rows = []
+    for (kind, shape), part in planted.groupby(["planted", "shape"]):
+        rule = PLANTED[kind].rule
+        hit = flags[flags.kind == rule].merge(part, on=["episode_id", "turn_index"]).drop_duplicates(["episode_id", "turn_index"])
+        rows.append({"planted": kind, "shape": shape, "rule": rule, "turns": len(part), "flagged": len(hit)})
+    return rows
 
 
 def _interval(row: dict, name: str) -> str:
@@ -227,6 +243,8 @@ def markdown(out: dict) -> str:
     lines += [f"| {r['planted']} | {r['turns']} | " + " | ".join(str(r[k]) for k in kinds) + " |" for r in out["cross"]]
     lines += ["", "| near miss | tempts | turns | flagged |", "|---|---|---|---|"]
     lines += [f"| {r['near_miss']} | {r['tempts']} | {r['turns']} | {r['flagged']} |" for r in out["near_misses"]]
+    lines += ["", "| planted fault | shape | rule | turns | flagged |", "|---|---|---|---|---|"]
+    lines += [f"| {r['planted']} | {r['shape']} | {r['rule']} | {r['turns']} | {r['flagged']} |" for r in out["shapes"]]
     lines += ["", "| clean episodes | episodes | with any flag [95 %] | flags per user turn |", "|---|---|---|---|"]
     for name, c in [("all", out["clean"]), *out["clean_by_domain"].items()]:
         lines.append(f"| {name} | {c['episodes']} | {c['flagged_episodes']} = {_interval(c, 'flagged_share')} | "

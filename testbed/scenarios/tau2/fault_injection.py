@@ -126,9 +126,13 @@ _ID_LIKE = re.compile(r"#?\b(?=[\w.@-]*\d[\w.@-]*\d)[A-Za-z0-9][\w.@-]*[A-Za-z0-
 _FIRST = ("Quillon", "Marisabel", "Tobiah", "Ysolde", "Caspian", "Odalys", "Fenwick", "Seraphine")
 _LAST = ("Vantongeren", "Okonkwo-Reyes", "Halvorsrud", "Pemberton-Kaye", "Zaltsman", "Ibarguen", "Thistlewood")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November")
-DEVICE_CLAIMS = (("airplane mode", "Airplane mode is {} on my phone."), ("roaming", "Data roaming is {} on my phone."),
-                 ("mobile data", "My mobile data is {}."), ("data saver", "Data saver mode is {} on my phone."))
-"""The device states an ungrounded claim reports: the words that name the topic in a scenario, and the claim."""
+DEVICE_CLAIMS = (("airplane mode", "Airplane mode is {} on my phone."), ("airplane mode", "My phone is in airplane mode."),
+                 ("roaming", "Data roaming is {} on my phone."), ("mobile data", "My mobile data is {}."),
+                 ("data saver", "Data saver mode is {} on my phone."), ("signal", "I have no signal bars at all."))
+"""The device states an ungrounded claim reports: the words that name the topic in a scenario, and the claim (with an
+on/off slot, or in words the rules' patterns may not read: the lab measures which)."""
+NAME_SENTENCES = ("My name is {}.", "The account is under {}.")
+"""How an invented name is said: as the rules look for it ("my name is"), and as they do not."""
 AS_AGENT = ("Thank you for reaching out! I'd be happy to help you with that. Could you please provide your user ID so "
             "I can look up your account?",
             "I understand your concern. Let me check that for you. Is there anything else I can assist you with today?",
@@ -159,9 +163,9 @@ def invented(rng: random.Random, known: str) -> tuple[str, str]:
             sentence = f"I was charged {fact} for it."
         elif shape == "name":
             fact = f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
-            sentence = f"My name is {fact}."
+            sentence = rng.choice(NAME_SENTENCES).format(fact)
             if not any(part in words for part in re.findall(r"[a-z]+", fact.casefold())):
-                return sentence, f"name {fact}"
+                return sentence, f"name{'' if sentence.startswith('My name') else '-unmarked'} {fact}"
             continue
         else:
             fact = f"{rng.choice(_MONTHS)} {rng.randrange(2, 28)}, {rng.randrange(2011, 2019)}"
@@ -262,9 +266,10 @@ class FaultyUser:
             return _joined(words, sentence), fact
         if kind == "ungrounded_device_claim":
             scenario = str(task.user_scenario).casefold()
-            topic, claim = next((c for c in DEVICE_CLAIMS if c[0] not in scenario), DEVICE_CLAIMS[0])
+            topic, claim = rng.choice([c for c in DEVICE_CLAIMS if c[0] not in scenario] or [DEVICE_CLAIMS[0]])
             state = rng.choice(("on", "off"))
-            return _joined(words, claim.format(state)), f"{topic} {state}"
+            worded = "" if "{}" in claim else "-worded"
+            return _joined(words, claim.format(state)), f"{topic.replace(' ', '_')}{worded} {state}"
         if kind == "answers_as_agent":
             return rng.choice(AS_AGENT), "as agent"
         if kind == "contradiction":
