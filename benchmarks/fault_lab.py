@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from testbed.analysis.tau2.detector_error import clean_rates, cross_table, target_table  # noqa: E402
 from testbed.scenarios.tau2.fault_injection import FAULTS, PLANTED, applicable, plan_record  # noqa: E402
-from testbed.scenarios.tau2.fault_lab import LAB_TURNS, stop_turn  # noqa: E402
+from testbed.scenarios.tau2.fault_lab import LAB_TURNS, run_lab, stop_turn  # noqa: E402
 from testbed.scenarios.tau2.fault_tags import RULE_TAGS  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.tau2 import plan_of  # noqa: E402
@@ -67,30 +67,6 @@ def chosen_tasks(domain_name: str, per_domain: int, seed: int) -> list:
 def _has_history(task) -> bool:
     state = task.initial_state
     return bool(state is not None and state.message_history)
-
-
-async def run_group(store, folder: Path, name: str, domain_name: str, tasks: list, plans: list[str], seed: int) -> str:
-    """Run one group of tasks under `plans` into `store` with the lab's instruments; the run id."""
-    import yaml
-
-    from testbed.running.runner import run_scenario
-    from testbed.scenarios.tau2.fault_lab import LabAssistant, LabUser
-    from testbed.scenarios.tau2.kind import Tau2Kind
-    from testbed.specs.loader import load_scenario
-
-    (folder / "prompts").mkdir(exist_ok=True)
-    (folder / "prompts" / "user-tau2.md").write_text((REPO / "scenarios/prompts/user-tau2.md").read_text())
-    (folder / "lab.yaml").write_text(yaml.safe_dump({"name": "fault-lab", "backend": "scripted", "model": "fault-lab",
-                                                     "outputs": ["x"]}))
-    spec = folder / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump({"kind": "tau2", "name": name, "domain": domain_name,
-                                    "tasks": {"ids": [t.id for t in tasks]}, "assistant": "lab.yaml", "user": "lab.yaml",
-                                    "user_faults": ["none", *plans], "max_tokens": 64, "max_steps": 200, "seed": seed}))
-    scenario = load_scenario(spec)
-    episodes = {v.key.episode_id: (task, v.user_fault) for task, variants in Tau2Kind().plan(scenario) for v in variants}
-    backends = {"assistant": LabAssistant(episodes), "user": LabUser(tasks)}
-    summary = await run_scenario(scenario, store, backends=backends, show_progress=False)
-    return summary.run_id
 
 
 def judge_drift(store, run_id: str):
@@ -164,7 +140,8 @@ def lab(seed: int, per_domain: int, domains: tuple[str, ...], keep: Path | None 
             for stop, group in sorted(groups.items()):
                 plans = [p for p in PLANS if any(applicable(p.partition("@")[0], t) for t in group)]
                 plans.append(f"near_stop_after_done@{stop}")
-                run_id = asyncio.run(run_group(store, folder, f"lab-{domain_name}-{stop}", domain_name, group, plans, seed))
+                run_id = asyncio.run(run_lab(store, folder / f"lab-{domain_name}-{stop}.yaml", domain_name, group, plans, seed,
+                                             REPO / "scenarios/prompts/user-tau2.md"))
                 judge = judge_drift(store, run_id)
                 t, e, f = collect(store, run_id, domain_name, judge)
                 turns += t
