@@ -6,7 +6,9 @@ without one has `NO_VIEWS`, and report, compare, replay and the run loop then sh
 does. Nothing outside a kind asks which kind a run is: it asks the kind's views, and an empty view adds nothing.
 
 - `faults`: the kind's per-turn simulated-user fault detector (`FaultDetector`), which the run loop asks to store
-  a finished run's faults and `testbed judge` the faults a judge's labels imply; replay marks the stored ones.
+  a finished run's faults and `testbed judge` the faults a judge's labels imply; replay marks the stored ones. It
+  also gives a whole-conversation reviewer (`review-faults --whole`) its vocabulary (`tags`, `severities`), what
+  each episode's user was told (`review_contexts`), and the tag each of its rules' fault kinds counts under.
 - `compare_cells(run)`: a comparison row's extra cells, from the run's `RunFrames` (its judge's, for judge-dependent
   cells); `compare_paired(run, baseline)`: the extra cells of a row paired with the baseline's run; and
   `compare_columns(frame)`: the headers and cell formatters of those cells, as two lists, the first shown after
