@@ -17,6 +17,7 @@ from tau2_faulty_run import STOPPED, faulty_run  # noqa: E402
 from testbed.analysis.reports.render import display_rows  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.analysis.tau2.report import tau2_report  # noqa: E402
+from testbed.analysis.tau2.stored_faults import RULES  # noqa: E402
 from testbed.analysis.tau2.user_review import kappa  # noqa: E402
 from testbed.cli import app  # noqa: E402
 from testbed.store.records import JudgeIdentity  # noqa: E402
@@ -60,7 +61,7 @@ async def test_the_reviewers_shares_and_its_agreement_with_the_rules_per_tag(run
     assert (row["review_error"], row["review_hindered"], row["review_helped"]) == (1.0, 0.5, 0.5)
     assert (row["review_hindered_lo"], row["review_hindered_hi"]) == pytest.approx(wilson_interval(1, 2))
     assert (row["review_episodes"], row["review_unscored"], row["review_source"]) == (2, 0, str(WHO))
-    assert row["fault_source"] == "tau2-user-rules@2"
+    assert row["fault_source"] == str(RULES)
     assert cells(row, "hallucination") == (1, 0, 0, 3, 4) and row["agree_hallucination_kappa"] == 1.0
     assert cells(row, "premature_termination") == (0, 1, 1, 2, 4)
     assert row["agree_premature_termination_kappa"] == pytest.approx(-1 / 3)
@@ -72,7 +73,7 @@ async def test_the_reviewers_shares_and_its_agreement_with_the_rules_per_tag(run
     at = header.index("episodes with user error (95% CI)")
     assert header[at:at + 6] == ["episodes with user error (95% CI)", "with critical_hindered (95% CI)",
                                  "with critical_helped (95% CI)", "episodes reviewed", "episode reviews unscored", "reviewed by"]
-    assert shown[0][at + 5] == str(WHO) and shown[0][header.index("user faults found by")] == "tau2-user-rules@2"
+    assert shown[0][at + 5] == str(WHO) and shown[0][header.index("user faults found by")] == str(RULES)
     assert shown[0][header.index("rules vs reviewer: premature_termination")] == (
         "κ -0.33, 50% agree (both 0, rules 1, reviewer 1, neither 2)")
 
@@ -93,7 +94,7 @@ async def test_without_a_reviewer_the_report_has_no_reviewer_columns_and_json_ca
     out = CliRunner().invoke(app, ["report", run_id, "--store", str(store.path), "-f", "json", "--judge", "none"])
     (record,) = json.loads(out.stdout)
     assert record["review_source"] == str(WHO) and record["agree_hallucination_both"] == 1
-    assert record["review_error"] == 1.0 and record["fault_source"] == "tau2-user-rules@2"
+    assert record["review_error"] == 1.0 and record["fault_source"] == str(RULES)
 
 
 def test_kappa_is_scikit_learns_and_undefined_when_neither_rater_varies():
