@@ -132,3 +132,19 @@ def test_the_command_reviews_whole_conversations_counts_and_a_dead_server_keeps_
     flags = cli.invoke(app, ["review-faults", run_id, "--whole", "--labels", "none", "--judge", str(tmp_path / "rev.yaml"),
                              "--store", db])
     assert flags.exit_code != 0 and "drop --labels" in flags.output
+
+
+def test_the_guidelines_are_the_runs_own_user_prompt_and_an_episode_without_a_task_is_left_out(run):
+    store, run_id = run
+    spec = store.run(run_id).spec
+    spec["user_prompt"] = "HOUSE RULES FIRST\n{guidelines}\n<s>{scenario}</s>"
+    eid = stopping(store, run_id)
+    with store.conn:
+        store.conn.execute("UPDATE runs SET spec_json=? WHERE run_id=?", (json.dumps(spec), run_id))
+        store.conn.execute("UPDATE episodes SET item_id='no_such_task' WHERE run_id=? AND episode_id=?", (run_id, eid))
+    contexts, why = DETECTOR.review_contexts(store, run_id)
+    assert eid not in contexts and why == "the installed τ² has no task for 1 of 2 finished episodes"
+    ((instructions, guidelines),) = contexts.values()
+    assert guidelines.startswith("HOUSE RULES FIRST\n") and "<s>(the user's instructions, shown apart above)</s>" in guidelines
+    assert "###STOP###" in guidelines, "τ²'s simulation guidelines fill the run's prompt"
+    assert instructions not in guidelines
