@@ -5,7 +5,9 @@ settle the labels, and score the fault detectors on them.
     .venv/bin/python benchmarks/fault_gold.py batches judges/faults-gold/episodes.jsonl --out DIR [--per-batch 10]
     .venv/bin/python benchmarks/fault_gold.py agree A.jsonl B.jsonl [--disputed DIR/disputed.jsonl]
     .venv/bin/python benchmarks/fault_gold.py settle A.jsonl B.jsonl C.jsonl --out judges/faults-gold/labels.jsonl
-    .venv/bin/python benchmarks/fault_gold.py score [--split heldout] [--json OUT]
+    .venv/bin/python benchmarks/fault_gold.py score [--split heldout] [--json OUT]             # the rules
+    .venv/bin/python benchmarks/fault_gold.py review agents/qwen2.5-coder-1.5b.yaml --split heldout --out R.jsonl
+    .venv/bin/python benchmarks/fault_gold.py score --split heldout --reviews R.jsonl            # the reviewer
 
 `export` keeps no τ² text (testbed/scenarios/tau2/fault_gold.py); `batches` writes, outside the repository, what an
 annotator reads: each episode's user instructions and τ²'s user guidelines (from the installed package), the whole
@@ -17,7 +19,11 @@ found one; `settle` takes the two labels where they agree and the third annotato
 the rules (testbed.scenarios.tau2.user_faults, counted under τ²'s tags by fault_tags.RULE_TAGS) over the gold
 episodes and gives, per tag and for any error, precision, recall and F1 against the settled labels with Wilson 95 %
 intervals, on the split asked for (`dev`: the part that may be looked at while rules and prompts are tuned;
-`heldout`: the part kept out of every choice).
+`heldout`: the part kept out of every choice). `review` asks a whole-conversation reviewer
+(testbed.judges.conversation_review) about every gold episode of a split, shown what `testbed review-faults --whole`
+shows it, and appends each episode's review to a file as it arrives (a rerun resumes); `score --reviews` scores those.
+At the episode level `score` also gives the confusion counts of "has an error", "has a critical_hindered error" and
+"has a critical_helped error": the detector's measured error that corrects an episode share.
 """
 
 from __future__ import annotations
@@ -195,6 +201,65 @@ def rule_tags_by_turn(record: dict, judge=None) -> dict[int, set[str]]:
     return out
 
 
+def review_context(ep) -> tuple[str, str]:
+    """What a whole-conversation reviewer is shown of a gold episode beside its messages: the user's instructions and
+    the guidelines its run gave it (the generating sweeps' user prompt, scenarios/prompts/user-tau2.md)."""
+    from types import SimpleNamespace
+
+    from testbed.analysis.tau2.review_context import SCENARIO_SHOWN_APART
+    from testbed.scenarios.tau2.prompts import user_prompt
+
+    template = (REPO / "scenarios" / "prompts" / "user-tau2.md").read_text()
+    guidelines = user_prompt(template, SimpleNamespace(user_scenario=SCENARIO_SHOWN_APART),
+                             with_tools=bool(domain(ep.domain).user_tools))
+    return str(ep.task.user_scenario), guidelines
+
+
+async def _review_all(records: list[dict], spec: str, out: Path) -> None:
+    """Review every gold episode not yet in `out` with the reviewer `spec`, appending one JSON line per episode as it
+    arrives (a rerun resumes; an unscored review is kept, and asked again on the next run)."""
+    from testbed.analysis.tau2.stored_faults import DETECTOR
+    from testbed.backends.factory import BackendPool
+    from testbed.judges.conversation_review import ConversationReviewer
+    from testbed.judges.conversation_review_run import vocabulary_of
+    from testbed.judges.fault_review import load_reviewer
+
+    done = {r["id"] for r in read_jsonl(out) if r["scored"]} if out.exists() else set()
+    todo = [r for r in records if r["id"] not in done]
+    reviewer = load_reviewer(spec)
+    print(f"{len(todo)} episodes to review ({len(done)} reviewed before) -> {out}", flush=True)
+    async with BackendPool() as pool:
+        asker = ConversationReviewer(reviewer, vocabulary_of(DETECTOR), await pool.backend_for(reviewer.agent.spec))
+        gate = asyncio.Semaphore(reviewer.settings.concurrency)
+
+        async def one(record: dict) -> None:
+            ep = load_episode(record)
+            instructions, guidelines = review_context(ep)
+            async with gate:
+                review = await asker.review(ep.messages, instructions, guidelines, ep.id, ep.termination)
+            turns = [{"turn": t.turn_index, "tags": list(t.tags), "severity": t.severity, "reason": t.reason,
+                      "scored": t.scored} for t in review.turns]
+            scored = all(t["scored"] for t in turns)
+            with out.open("a") as f:
+                f.write(json.dumps({"id": ep.id, "reviewer": str(asker.identity), "scored": scored, "turns": turns,
+                                    "raw": None if scored else review.turns[0].raw}) + "\n")
+            print(f"  {ep.id}: {'scored' if scored else 'unscored'}", flush=True)
+
+        await asyncio.gather(*(one(r) for r in todo))
+
+
+def reviewer_tags(path: Path) -> tuple[dict[str, dict], str]:
+    """The latest review of each gold turn in a reviews file: {turn id: {"tags", "severity"}} for scored episodes, and
+    the reviewer's identity; unscored episodes are left out (counted by `score`)."""
+    latest = {r["id"]: r for r in read_jsonl(path)}
+    who = {r["reviewer"] for r in latest.values()}
+    if len(who) > 1:
+        raise SystemExit(f"{path}: reviews by several reviewers ({', '.join(sorted(who))}): one file per reviewer")
+    out = {f"{eid}#{t['turn']}": {"tags": sorted(t["tags"]), "severity": t["severity"]}
+           for eid, r in latest.items() if r["scored"] for t in r["turns"]}
+    return out, next(iter(who), "")
+
+
 def prf(hits: int, flagged: int, truth: int) -> dict:
     """Precision and recall with Wilson 95 % intervals, and F1."""
     p, r = (hits / flagged if flagged else float("nan")), (hits / truth if truth else float("nan"))
@@ -203,28 +268,73 @@ def prf(hits: int, flagged: int, truth: int) -> dict:
             "recall": r, "recall_ci": wilson_interval(hits, truth), "f1": f1}
 
 
-def score(split: str, judge_name: str | None = "learned") -> dict:
-    """The rules against the settled labels on one split: per tag and for any error, at the turn level; role drift
-    from the named judge (None: no drift)."""
+def rule_predictions(records: list[dict], judge_name: str | None) -> tuple[dict[str, dict], str]:
+    """The rules' τ² tags on every gold turn of `records` ({turn id: {"tags", "severity": None}}: rules give no
+    severity) and the detector's identity; role drift from the named judge's labels (None: no drift)."""
+    from testbed.analysis.tau2.stored_faults import RULES
     from testbed.judges.base import make_judge
     from testbed.judges.specs import load_judge
 
     judge = make_judge(load_judge(judge_name)) if judge_name else None
-    labels = {r["id"]: r for r in read_jsonl(LABELS) if split == "all" or r["split"] == split}
-    records = [r for r in read_jsonl(EPISODES) if split == "all" or r["split"] == split]
-    predicted: dict[str, set[str]] = {}
+    out = {}
     for record in records:
         for turn, tags in rule_tags_by_turn(record, judge).items():
-            predicted[f"{record['id']}#{turn}"] = tags
+            out[f"{record['id']}#{turn}"] = {"tags": sorted(tags), "severity": None}
+    return out, f"{RULES}" + (f" + role drift from {judge.identity}" if judge else "")
+
+
+def episode_counts(labels: dict[str, dict], predicted: dict[str, dict], ids: list[str], severity: str | None) -> dict:
+    """Episode-level confusion counts of "the episode has an error" (of `severity` when given), over `ids`' episodes:
+    what a detector's measured error for an episode share is made of (testbed.analysis.judge_quality.correction)."""
+    def has(rows: list[dict]) -> bool:
+        return any(r["tags"] and (severity is None or r["severity"] == severity) for r in rows)
+
+    by_episode: dict[str, list[str]] = {}
+    for i in ids:
+        by_episode.setdefault(i.split("#")[0], []).append(i)
+    pairs = [(has([labels[i] for i in turns]), has([predicted[i] for i in turns])) for turns in by_episode.values()]
+    return {"true_positives": sum(t and p for t, p in pairs), "false_negatives": sum(t and not p for t, p in pairs),
+            "true_negatives": sum(not t and not p for t, p in pairs), "false_positives": sum(p and not t for t, p in pairs)}
+
+
+def score(split: str, predicted: dict[str, dict], detector: str) -> dict:
+    """A detector's predictions against the settled labels on one split: per τ² tag and for any error at the turn
+    level (precision, recall, F1), and at the episode level the counts of any error, of a critical_hindered and of a
+    critical_helped one (a detector without severities, the rules, gets only the first)."""
+    labels = {r["id"]: r for r in read_jsonl(LABELS) if split == "all" or r["split"] == split}
     ids = [i for i in labels if i in predicted]
-    out = {"split": split, "drift_judge": str(judge.identity) if judge else None, "turns": len(ids), "episodes": len({i.split('#')[0] for i in ids})}
+    out = {"split": split, "detector": detector, "turns": len(ids), "labelled_turns": len(labels),
+           "episodes": len({i.split('#')[0] for i in ids})}
     for tag in ("any", *USER_ERROR_TAGS):
-        def has(tags: set[str]) -> bool:
+        def has(tags) -> bool:
             return bool(tags) if tag == "any" else tag in tags
-        truth = [has(set(labels[i]["tags"])) for i in ids]
-        flags = [has(predicted[i]) for i in ids]
+        truth = [has(labels[i]["tags"]) for i in ids]
+        flags = [has(predicted[i]["tags"]) for i in ids]
         out[tag] = prf(sum(t and f for t, f in zip(truth, flags)), sum(flags), sum(truth))
+    out["episodes_any"] = episode_counts(labels, predicted, ids, None)
+    if any(p["severity"] for p in predicted.values()):
+        for severity in ("critical_hindered", "critical_helped"):
+            out[f"episodes_{severity}"] = episode_counts(labels, predicted, ids, severity)
     return out
+
+
+def print_score(result: dict) -> None:
+    """The score as a markdown table, with the episode-level counts after it."""
+    print(f"{result['detector']} on the gold set's {result['split']} split: {result['turns']} of "
+          f"{result['labelled_turns']} labelled user turns, {result['episodes']} episodes\n")
+    print("| tag | true | flagged | precision (95 % CI) | recall (95 % CI) | F1 |\n|---|---|---|---|---|---|")
+    for tag in ("any", *USER_ERROR_TAGS):
+        m = result[tag]
+        if m["true"] or m["flagged"]:
+            print(f"| {tag} | {m['true']} | {m['flagged']} | {m['precision']:.2f} ({m['precision_ci'][0]:.2f}–"
+                  f"{m['precision_ci'][1]:.2f}) | {m['recall']:.2f} ({m['recall_ci'][0]:.2f}–{m['recall_ci'][1]:.2f})"
+                  f" | {m['f1']:.2f} |")
+    for key in ("episodes_any", "episodes_critical_hindered", "episodes_critical_helped"):
+        if key in result:
+            c = result[key]
+            print(f"\n{key}: TP {c['true_positives']} FN {c['false_negatives']} TN {c['true_negatives']} "
+                  f"FP {c['false_positives']}", end="")
+    print()
 
 
 def main() -> None:
@@ -250,7 +360,12 @@ def main() -> None:
     p = sub.add_parser("score")
     p.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
     p.add_argument("--json", type=Path)
-    p.add_argument("--judge", default="learned", help="whose labels give role drift (none: no drift)")
+    p.add_argument("--judge", default="learned", help="whose labels give the rules' role drift (none: no drift)")
+    p.add_argument("--reviews", type=Path, help="score a reviewer's reviews file (from `review`) instead of the rules")
+    p = sub.add_parser("review")
+    p.add_argument("reviewer", help="the reviewing model: an agent spec, or an LLM judge spec")
+    p.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
+    p.add_argument("--out", type=Path, required=True, help="the reviews file (JSON lines; a rerun resumes it)")
     args = parser.parse_args()
     if args.command == "export":
         export(args.stores, args.out)
@@ -266,17 +381,17 @@ def main() -> None:
         rows = settle(_labels(args.a), _labels(args.b), _labels(args.c), EPISODES)
         write_jsonl(args.out, rows)
         print(f"{len(rows)} settled labels ({sum(r['settled_by'] == 'third' for r in rows)} by the third) -> {args.out}")
+    elif args.command == "review":
+        records = [r for r in read_jsonl(EPISODES) if args.split == "all" or r["split"] == args.split]
+        asyncio.run(_review_all(records, args.reviewer, args.out))
     else:
-        result = score(args.split, None if args.judge == "none" else args.judge)
-        print(f"rules on the gold set's {args.split} split: {result['turns']} user turns, {result['episodes']} episodes; "
-              f"role drift from {result['drift_judge']}\n")
-        print("| tag | true | flagged | precision (95 % CI) | recall (95 % CI) | F1 |\n|---|---|---|---|---|---|")
-        for tag in ("any", *USER_ERROR_TAGS):
-            m = result[tag]
-            if m["true"] or m["flagged"]:
-                print(f"| {tag} | {m['true']} | {m['flagged']} | {m['precision']:.2f} ({m['precision_ci'][0]:.2f}–"
-                      f"{m['precision_ci'][1]:.2f}) | {m['recall']:.2f} ({m['recall_ci'][0]:.2f}–{m['recall_ci'][1]:.2f})"
-                      f" | {m['f1']:.2f} |")
+        if args.reviews:
+            predicted, detector = reviewer_tags(args.reviews)
+        else:
+            records = [r for r in read_jsonl(EPISODES) if args.split == "all" or r["split"] == args.split]
+            predicted, detector = rule_predictions(records, None if args.judge == "none" else args.judge)
+        result = score(args.split, predicted, detector)
+        print_score(result)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))
 
