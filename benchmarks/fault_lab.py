@@ -10,10 +10,12 @@ episodes then go through what a real run goes through: the rules stored as the r
 labels are the role-drift faults. Every detector is scored at the turn level (testbed.analysis.tau2.detector_error):
 per rule kind and per τ² tag, per domain and over all, planted kind × flag kind, near misses, clean episodes.
 
-    .venv/bin/python benchmarks/fault_lab.py [--seed 0] [--tasks-per-domain 8] [--json OUT]
+    .venv/bin/python benchmarks/fault_lab.py [--seed 0] [--tasks-per-domain 20] [--json OUT] [--store PATH]
+                                             [--reviewer AGENT_OR_JUDGE_SPEC]
 
-A second detector (the whole-conversation reviewer) would be scored by the same tables from its per-turn tags; it
-needs a model and is not run here.
+`--reviewer` also has the whole-conversation reviewer (testbed.judges.conversation_review, as `testbed review-faults
+--whole` runs it) tag every lab episode and scores its per-turn tags the same way, per τ² tag, on the spoken user
+turns of the episodes it scored (an unscored review is left out and counted). It needs a model: one call per episode.
 """
 
 from __future__ import annotations
@@ -122,13 +124,35 @@ def targets_by_tag() -> dict:
                   (lambda flagged, tag=tag: RULE_TAGS.get(flagged) == tag)) for tag in tags}
 
 
-def lab(seed: int, per_domain: int, domains: tuple[str, ...], keep: Path | None = None) -> dict:
-    """Run the lab (into the store `keep` when given, else a temporary one); every table as records, with the run's
-    size and time."""
+def review_whole(store, run_id: str, reviewer_ref: str | Path, backend=None) -> tuple[list[dict], set[str], set[str], str]:
+    """Have the whole-conversation reviewer tag the run's finished episodes (`backend` replacing its model, for tests):
+    its tags as flags (`kind` a τ² tag) on the episodes it scored, those episodes, those it left unscored, and its
+    identity."""
+    from testbed.analysis.tau2.stored_faults import DETECTOR
+    from testbed.judges.conversation_review_run import review_conversations, vocabulary_of
+    from testbed.judges.fault_review import load_reviewer
+    from testbed.store.turn_reviews import turn_reviews_df
+
+    contexts, _ = DETECTOR.review_contexts(store, run_id)
+    summary = asyncio.run(review_conversations(store, run_id, contexts, load_reviewer(reviewer_ref), vocabulary_of(DETECTOR),
+                                               backend=backend, show_progress=False))
+    frame = turn_reviews_df(store, run_id, summary.identity)
+    scored = set(frame.episode_id) - set(frame[frame.status != "scored"].episode_id)
+    frame = frame[frame.episode_id.isin(scored)]
+    flags = [{"episode_id": e, "turn_index": int(t), "kind": tag} for e, t, tags in zip(frame.episode_id, frame.turn_index, frame.tags)
+             for tag in tags]
+    return flags, scored, set(frame.episode_id) - scored, str(summary.identity)
+
+
+def lab(seed: int, per_domain: int, domains: tuple[str, ...], keep: Path | None = None, reviewer: str | Path | None = None,
+        reviewer_backend=None) -> dict:
+    """Run the lab (into the store `keep` when given, else a temporary one; with the whole-conversation `reviewer` too
+    when given); every table as records, with the run's size and time."""
     from testbed.store import Store
 
     started = time.perf_counter()
     turns, episodes, flags = [], [], []
+    reviewed, reviewed_episodes, unscored, reviewer_name = [], set(), set(), None
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         store = Store(keep or folder / "lab.db")
@@ -147,9 +171,33 @@ def lab(seed: int, per_domain: int, domains: tuple[str, ...], keep: Path | None 
                 turns += t
                 episodes += e
                 flags += f
+                if reviewer is not None:
+                    r, scored, left, reviewer_name = review_whole(store, run_id, reviewer, reviewer_backend)
+                    reviewed += r
+                    reviewed_episodes |= scored
+                    unscored |= left
         store.close()
-    return tables(pd.DataFrame(turns), pd.DataFrame(episodes), pd.DataFrame(flags, columns=["episode_id", "turn_index", "kind"]),
-                  seed, time.perf_counter() - started, str(judge))
+    columns = ["episode_id", "turn_index", "kind"]
+    out = tables(pd.DataFrame(turns), pd.DataFrame(episodes), pd.DataFrame(flags, columns=columns), seed,
+                 time.perf_counter() - started, str(judge))
+    if reviewer is not None:
+        out["reviewer"] = reviewer_tables(pd.DataFrame(turns), pd.DataFrame(episodes), pd.DataFrame(reviewed, columns=columns),
+                                          reviewed_episodes, unscored, seed, reviewer_name)
+    return out
+
+
+def reviewer_tables(turns: pd.DataFrame, episodes: pd.DataFrame, flags: pd.DataFrame, scored: set[str], unscored: set[str],
+                    seed: int, name: str | None) -> dict:
+    """The reviewer's error per τ² tag, on the episodes it scored whose plan was carried out, and on its clean ones
+    (episodes τ²'s evaluator failed on are not reviewed: the reviewer reads finished episodes only)."""
+    kept = set(episodes[episodes.delivered & (episodes.termination != "error")].episode_id) & scored
+    turns, flags = turns[turns.episode_id.isin(kept)], flags[flags.episode_id.isin(kept)]
+    clean = set(episodes[episodes.plan == "none"].episode_id) & kept
+    targets = {tag: ((lambda planted, tag=tag: planted in PLANTED and PLANTED[planted].tag == tag),
+                     (lambda flagged, tag=tag: flagged == tag)) for tag in dict.fromkeys(p.tag for p in FAULTS)}
+    return {"identity": name, "scored_episodes": len(kept), "unscored_episodes": len(unscored),
+            "not_reviewed_episodes": len(set(episodes.episode_id) - scored - unscored),
+            "by_tag": target_table(turns, flags, targets, seed).to_dict("records"), "clean": clean_rates(turns, flags, clean)}
 
 
 def tables(turns: pd.DataFrame, episodes: pd.DataFrame, flags: pd.DataFrame, seed: int, seconds: float, judge: str) -> dict:
@@ -210,10 +258,11 @@ def markdown(out: dict) -> str:
              f"{out['loop_errors']} of them in the conversation; plans that could not be carried out: "
              f"{out['not_planted'] or 'none'}), judge {out['judge']}, seed {out['seed']}, "
              f"{out['seconds']} s", ""]
-    for title, key in (("rule kind", "by_rule"), ("τ² tag", "by_tag")):
+    for title, rows in (("rule kind", out["by_rule"]), ("τ² tag (rules and judge)", out["by_tag"]),
+                        *((f"τ² tag (reviewer {out['reviewer']['identity']})", out["reviewer"]["by_tag"]),) * ("reviewer" in out)):
         lines += [f"| {title} | domain | TP | FP | FN | precision [95 %] | recall [95 %] | F1 [95 %] |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['target']} | {r['domain']} | {r['tp']} | {r['fp']} | {r['fn']} | {_interval(r, 'precision')} | "
-                  f"{_interval(r, 'recall')} | {_interval(r, 'f1')} |" for r in out[key]]
+                  f"{_interval(r, 'recall')} | {_interval(r, 'f1')} |" for r in rows]
         lines.append("")
     kinds = list(FAULT_KINDS)
     lines += ["| planted \\ flagged | turns | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
@@ -226,6 +275,11 @@ def markdown(out: dict) -> str:
     for name, c in [("all", out["clean"]), *out["clean_by_domain"].items()]:
         lines.append(f"| {name} | {c['episodes']} | {c['flagged_episodes']} = {_interval(c, 'flagged_share')} | "
                      f"{c['flags_per_turn']:.3f} ({c['flags']} / {c['turns']}) |")
+    if "reviewer" in out:
+        c = out["reviewer"]["clean"]
+        lines.append(f"| all, reviewer {out['reviewer']['identity']} ({out['reviewer']['unscored_episodes']} episodes unscored) | "
+                     f"{c['episodes']} | {c['flagged_episodes']} = {_interval(c, 'flagged_share')} | "
+                     f"{c['flags_per_turn']:.3f} ({c['flags']} / {c['turns']}) |")
     return "\n".join(lines)
 
 
@@ -237,9 +291,11 @@ def main() -> None:
                         help="tasks drawn from each of airline, retail and telecom (mock runs all of its tasks)")
     parser.add_argument("--domains", default=",".join(DOMAINS), help="comma-separated domains to run")
     parser.add_argument("--json", type=Path, help="also write every table here as JSON")
+    parser.add_argument("--reviewer", help="also score the whole-conversation reviewer on this agent or LLM judge spec "
+                        "(needs its model; one call per episode)")
     parser.add_argument("--store", type=Path, help="keep the lab's runs in this store (to replay them) instead of a temporary one")
     args = parser.parse_args()
-    out = lab(args.seed, args.tasks_per_domain, tuple(args.domains.split(",")), args.store)
+    out = lab(args.seed, args.tasks_per_domain, tuple(args.domains.split(",")), args.store, args.reviewer)
     print(markdown(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
