@@ -258,8 +258,10 @@ def markdown(out: dict) -> str:
              f"{out['loop_errors']} of them in the conversation; plans that could not be carried out: "
              f"{out['not_planted'] or 'none'}), judge {out['judge']}, seed {out['seed']}, "
              f"{out['seconds']} s", ""]
-    for title, rows in (("rule kind", out["by_rule"]), ("τ² tag (rules and judge)", out["by_tag"]),
-                        *((f"τ² tag (reviewer {out['reviewer']['identity']})", out["reviewer"]["by_tag"]),) * ("reviewer" in out)):
+    sections = [("rule kind", out["by_rule"]), ("τ² tag (rules and judge)", out["by_tag"])]
+    if "reviewer" in out:
+        sections.append((f"τ² tag (reviewer {out['reviewer']['identity']})", out["reviewer"]["by_tag"]))
+    for title, rows in sections:
         lines += [f"| {title} | domain | TP | FP | FN | precision [95 %] | recall [95 %] | F1 [95 %] |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['target']} | {r['domain']} | {r['tp']} | {r['fp']} | {r['fn']} | {_interval(r, 'precision')} | "
                   f"{_interval(r, 'recall')} | {_interval(r, 'f1')} |" for r in rows]
@@ -296,9 +298,9 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="keep the lab's runs in this store (to replay them) instead of a temporary one")
     args = parser.parse_args()
     out = lab(args.seed, args.tasks_per_domain, tuple(args.domains.split(",")), args.store, args.reviewer)
-    print(markdown(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str))
+    print(markdown(out))
 
 
 if __name__ == "__main__":

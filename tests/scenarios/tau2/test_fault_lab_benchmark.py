@@ -29,3 +29,8 @@ def test_the_lab_scores_the_rules_and_a_reviewer_on_the_mock_domain(tmp_path):
     assert out["reviewer"]["not_reviewed_episodes"] == out["errored"], "τ²'s evaluator failures are not finished episodes"
     table = fault_lab.markdown(out)
     assert "| premature_stop | all |" in table and "reviewer user-review" in table
+
+
+def test_the_table_prints_without_a_reviewer(tmp_path):
+    out = fault_lab.lab(0, 1, ("mock",), tmp_path / "lab.sqlite")
+    assert "reviewer" not in out and "| premature_stop | all |" in fault_lab.markdown(out)
