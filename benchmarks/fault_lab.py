@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from testbed.analysis.tau2.detector_error import clean_rates, cross_table, target_table  # noqa: E402
 from testbed.scenarios.tau2.fault_injection import FAULTS, PLANTED, applicable, plan_record  # noqa: E402
-from testbed.scenarios.tau2.fault_lab import LAB_TURNS, run_lab, stop_turn  # noqa: E402
+from testbed.scenarios.tau2.fault_lab import LAB_TURNS, stop_turn  # noqa: E402
 from testbed.scenarios.tau2.fault_tags import RULE_TAGS  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.specs.tau2 import plan_of  # noqa: E402
@@ -69,6 +69,31 @@ def chosen_tasks(domain_name: str, per_domain: int, seed: int) -> list:
 def _has_history(task) -> bool:
     state = task.initial_state
     return bool(state is not None and state.message_history)
+
+
+async def run_lab(store, spec_path: Path, domain_name: str, tasks: list, plans: list[str], seed: int,
+                  user_prompt: Path) -> str:
+    """Run `tasks` of a domain under the `user_faults` grid `none` + `plans` with the lab's instruments into `store`,
+    through the τ² kind as any run goes (its spec written at `spec_path`, its user prompt file `user_prompt`); the
+    run id. The rules' faults are stored as the run ends."""
+    import yaml
+
+    from testbed.running.runner import run_scenario
+    from testbed.scenarios.tau2.fault_lab import LabAssistant, LabUser
+    from testbed.scenarios.tau2.kind import Tau2Kind
+    from testbed.specs.loader import load_scenario
+
+    agent = spec_path.parent / "fault-lab-agent.yaml"
+    agent.write_text(yaml.safe_dump({"name": "fault-lab", "backend": "scripted", "model": "fault-lab", "outputs": ["x"]}))
+    spec_path.write_text(yaml.safe_dump({
+        "kind": "tau2", "name": spec_path.stem, "domain": domain_name, "tasks": {"ids": [t.id for t in tasks]},
+        "assistant": agent.name, "user": agent.name, "user_prompt_file": str(user_prompt.resolve()),
+        "user_faults": ["none", *plans], "max_tokens": 64, "max_steps": 200, "seed": seed}))
+    scenario = load_scenario(spec_path)
+    episodes = {v.key.episode_id: (task, v.user_fault) for task, variants in Tau2Kind().plan(scenario) for v in variants}
+    backends = {"assistant": LabAssistant(episodes), "user": LabUser(tasks)}
+    summary = await run_scenario(scenario, store, backends=backends, show_progress=False)
+    return summary.run_id
 
 
 def judge_drift(store, run_id: str):

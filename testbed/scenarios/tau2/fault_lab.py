@@ -30,7 +30,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from testbed.backends.base import Capabilities, Completion, GenerateRequest
@@ -170,26 +169,3 @@ class LabUser:
         said = [m["content"] for m in view if m["role"] == ASSISTANT and not m.get("tool_calls") and m["content"]]
         return _text(self._scripts[prompt].reply(heard, said))
 
-
-async def run_lab(store: Any, spec_path: Path, domain_name: str, tasks: list[Any], plans: list[str], seed: int,
-                  user_prompt: Path) -> str:
-    """Run `tasks` of a domain under the `user_faults` grid `none` + `plans` with the lab's instruments into `store`,
-    through the τ² kind as any run goes (its spec written at `spec_path`, its user prompt file `user_prompt`); the
-    run id. The rules' faults are stored as the run ends."""
-    import yaml
-
-    from testbed.running.runner import run_scenario
-    from testbed.scenarios.tau2.kind import Tau2Kind
-    from testbed.specs.loader import load_scenario
-
-    agent = spec_path.parent / "fault-lab-agent.yaml"
-    agent.write_text(yaml.safe_dump({"name": "fault-lab", "backend": "scripted", "model": "fault-lab", "outputs": ["x"]}))
-    spec_path.write_text(yaml.safe_dump({
-        "kind": "tau2", "name": spec_path.stem, "domain": domain_name, "tasks": {"ids": [t.id for t in tasks]},
-        "assistant": agent.name, "user": agent.name, "user_prompt_file": str(user_prompt.resolve()),
-        "user_faults": ["none", *plans], "max_tokens": 64, "max_steps": 200, "seed": seed}))
-    scenario = load_scenario(spec_path)
-    episodes = {v.key.episode_id: (task, v.user_fault) for task, variants in Tau2Kind().plan(scenario) for v in variants}
-    backends = {"assistant": LabAssistant(episodes), "user": LabUser(tasks)}
-    summary = await run_scenario(scenario, store, backends=backends, show_progress=False)
-    return summary.run_id

@@ -5,6 +5,7 @@ store, the rules stored as the run ends flag the planted faults, and the default
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from helpers import REPO
 from testbed.judges.runner import judge_run
@@ -12,11 +13,14 @@ from testbed.judges.specs import load_judge
 from testbed.running.user_faults import store_judged_faults
 from testbed.scenarios.tau2.domains import domain
 from testbed.scenarios.tau2.fault_injection import FAULT_KEY, FAULT_TURN_KEY, plan_record
-from testbed.scenarios.tau2.fault_lab import run_lab
 from testbed.specs.tau2 import plan_of
 from testbed.store.frames import episodes_df
 from testbed.store.labels import DEFAULT_JUDGE
 from testbed.store.user_faults import faults_df
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from fault_lab import run_lab  # noqa: E402
 
 PLANS = ["invented_fact@3", "answers_as_agent@2", "premature_stop@3", "near_stop_after_refusal@4"]
 
