@@ -94,6 +94,11 @@ def check_framework(name: str, scenario) -> None:
                "its user is asked in the role-flipped chat only, as τ²'s own user simulator is")
         raise SpecError(scenario.path, "user_modes", f"framework {name} cannot run user mode {unsupported[0]} ({why})",
                         "pass --user-modes instructed (or set user_modes: [instructed]), or use --framework native")
+    planted = [p for p in getattr(spec, "user_faults", ()) if p != "none"]
+    if planted and name != default_framework():
+        raise SpecError(scenario.path, "user_faults", f"framework {name} talks to the user's model itself, so the fault "
+                        f"{planted[0]} cannot be planted in the user's turns (only the testbed's own loop wraps the user)",
+                        f"use --framework {default_framework()}, or user_faults: [none]")
     backends = entry.backends
     for agent in (scenario.assistant, scenario.user):
         if backends is not None and agent.spec.backend not in backends:

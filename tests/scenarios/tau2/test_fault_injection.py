@@ -175,3 +175,16 @@ def test_a_stop_after_the_agents_closing_offer_is_no_premature_stop_even_with_th
     assert not [f for f in detect_faults(task, broken, termination) if f.kind == "premature_stop"]
     cut = broken[:max(i for i, m in enumerate(broken) if "anything else" in m.content)] + broken[-1:]
     assert [f.kind for f in detect_faults(task, cut, termination)] == ["premature_stop"], "without the offer it is one"
+
+
+@pytest.mark.parametrize("framework", ["langgraph", "tau2"])
+def test_a_plan_under_a_framework_that_talks_to_the_user_itself_is_refused_before_anything_runs(tau2_spec, framework):
+    from testbed.frameworks.base import check_framework
+    from testbed.specs.errors import SpecError
+
+    scenario = tau2_spec(user_faults=["none", "invented_fact@2"])
+    with pytest.raises(SpecError, match=r"user_faults.*invented_fact@2 cannot be planted.*--framework native"):
+        check_framework(framework, scenario)
+    check_framework("native", scenario)
+    with pytest.raises(SpecError, match="field `backend`"):
+        check_framework(framework, tau2_spec())
