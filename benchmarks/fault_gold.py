@@ -383,7 +383,13 @@ def main() -> None:
         print(f"{len(rows)} settled labels ({sum(r['settled_by'] == 'third' for r in rows)} by the third) -> {args.out}")
     elif args.command == "review":
         records = [r for r in read_jsonl(EPISODES) if args.split == "all" or r["split"] == args.split]
-        asyncio.run(_review_all(records, args.reviewer, args.out))
+        from testbed.backends.base import BackendError
+
+        try:
+            asyncio.run(_review_all(records, args.reviewer, args.out))
+        except BackendError as exc:
+            raise SystemExit(f"{exc.reason}\nReviews written before this are kept in {args.out}; run the same command "
+                             "again to continue.") from None
     else:
         if args.reviews:
             predicted, detector = reviewer_tags(args.reviews)
