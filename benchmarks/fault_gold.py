@@ -38,26 +38,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from testbed.analysis.stats import wilson_interval  # noqa: E402
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.fault_gold import load_episode, user_turns  # noqa: E402
-from testbed.scenarios.tau2.trajectory import SCRIPTED  # noqa: E402
-from testbed.scenarios.tau2.fault_tags import RULE_TAGS, SEVERITIES, USER_ERROR_TAGS  # noqa: E402
+from testbed.scenarios.tau2.fault_gold_labels import (agreement, disputed, read_jsonl, read_labels, score, settle,  # noqa: E402
+                                                      write_jsonl)
+from testbed.scenarios.tau2.fault_tags import RULE_TAGS, USER_ERROR_TAGS  # noqa: E402
 
 GOLD = REPO / "judges" / "faults-gold"
 EPISODES = GOLD / "episodes.jsonl"
 LABELS = GOLD / "labels.jsonl"
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """The JSON objects of a file, one per non-empty line."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    """One JSON object per line."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def export(stores: list[str], out: Path) -> None:
@@ -113,64 +102,6 @@ def batches(episodes: Path, out: Path, per_batch: int) -> None:
         (out / f"{name}.md").write_text("\n\n---\n\n".join(parts))
         (out / f"{name}.ids").write_text("\n".join(ids) + "\n")
     print(f"{len(records)} episodes in {(len(records) + per_batch - 1) // per_batch} batches -> {out}")
-
-
-def _labels(path: Path) -> dict[str, dict]:
-    """An annotator's labels by turn id, checked against the taxonomy."""
-    out = {}
-    for row in read_jsonl(path):
-        tags, severity = row.get("tags") or [], row.get("severity")
-        bad = [t for t in tags if t not in USER_ERROR_TAGS]
-        if bad or (tags and severity not in SEVERITIES) or (not tags and severity is not None):
-            raise SystemExit(f"{path}: {row['id']}: tags {tags} with severity {severity!r} is not a valid label")
-        out[row["id"]] = {"tags": sorted(set(tags)), "severity": severity}
-    return out
-
-
-def _kappa(a: list, b: list) -> float:
-    from sklearn.metrics import cohen_kappa_score
-
-    return float(cohen_kappa_score(a, b)) if len(set(a) | set(b)) > 1 else float("nan")
-
-
-def agreement(a: dict[str, dict], b: dict[str, dict]) -> dict:
-    """Cohen's κ and raw agreement of two annotators on the turns both labelled."""
-    ids = sorted(set(a) & set(b))
-    err_a, err_b = [bool(a[i]["tags"]) for i in ids], [bool(b[i]["tags"]) for i in ids]
-    out = {"turns": len(ids), "error_kappa": _kappa(err_a, err_b),
-           "error_agreement": sum(x == y for x, y in zip(err_a, err_b)) / max(len(ids), 1),
-           "errors_a": sum(err_a), "errors_b": sum(err_b)}
-    for tag in USER_ERROR_TAGS:
-        ta, tb = [tag in a[i]["tags"] for i in ids], [tag in b[i]["tags"] for i in ids]
-        if any(ta) or any(tb):
-            out[f"kappa_{tag}"] = _kappa(ta, tb)
-            out[f"n_{tag}"] = (sum(ta), sum(tb))
-    both = [i for i in ids if a[i]["tags"] and b[i]["tags"]]
-    out["severity_kappa"] = _kappa([a[i]["severity"] for i in both], [b[i]["severity"] for i in both])
-    out["severity_turns"] = len(both)
-    return out
-
-
-def disputed(a: dict[str, dict], b: dict[str, dict]) -> list[str]:
-    """The turns two annotators labelled differently (tags or severity)."""
-    return [i for i in sorted(set(a) & set(b)) if a[i] != b[i]]
-
-
-def settle(a: dict, b: dict, c: dict, episodes: Path) -> list[dict]:
-    """The final label of every turn: the two annotators' where they agree, the third's where they do not."""
-    records = read_jsonl(episodes)
-    split = {r["id"]: r["split"] for r in records}
-    wanted = {f"{r['id']}#{m['turn']}" for r in records for m in r.get("messages", ())
-              if m["role"] == "user" and m["speaker"] != SCRIPTED and not m.get("tool_calls")}
-    rows = []
-    for i in sorted(set(a) & set(b) & wanted, key=lambda x: (x.split("#")[0], int(x.split("#")[1]))):
-        agreed = a[i] == b[i]
-        if not agreed and i not in c:
-            raise SystemExit(f"{i}: the annotators disagree and the third label is missing")
-        final = a[i] if agreed else c[i]
-        rows.append({"id": i, "split": split[i.split("#")[0]], "tags": final["tags"], "severity": final["severity"],
-                     "a": a[i], "b": b[i], "settled_by": "agreement" if agreed else "third"})
-    return rows
 
 
 def drift_labels(messages, judge) -> dict[int, str]:
@@ -260,14 +191,6 @@ def reviewer_tags(path: Path) -> tuple[dict[str, dict], str]:
     return out, next(iter(who), "")
 
 
-def prf(hits: int, flagged: int, truth: int) -> dict:
-    """Precision and recall with Wilson 95 % intervals, and F1."""
-    p, r = (hits / flagged if flagged else float("nan")), (hits / truth if truth else float("nan"))
-    f1 = 2 * p * r / (p + r) if flagged and truth and (p + r) else float("nan")
-    return {"tp": hits, "flagged": flagged, "true": truth, "precision": p, "precision_ci": wilson_interval(hits, flagged),
-            "recall": r, "recall_ci": wilson_interval(hits, truth), "f1": f1}
-
-
 def rule_predictions(records: list[dict], judge_name: str | None) -> tuple[dict[str, dict], str]:
     """The rules' τ² tags on every gold turn of `records` ({turn id: {"tags", "severity": None}}: rules give no
     severity) and the detector's identity; role drift from the named judge's labels (None: no drift)."""
@@ -281,41 +204,6 @@ def rule_predictions(records: list[dict], judge_name: str | None) -> tuple[dict[
         for turn, tags in rule_tags_by_turn(record, judge).items():
             out[f"{record['id']}#{turn}"] = {"tags": sorted(tags), "severity": None}
     return out, f"{RULES}" + (f" + role drift from {judge.identity}" if judge else "")
-
-
-def episode_counts(labels: dict[str, dict], predicted: dict[str, dict], ids: list[str], severity: str | None) -> dict:
-    """Episode-level confusion counts of "the episode has an error" (of `severity` when given), over `ids`' episodes:
-    what a detector's measured error for an episode share is made of (testbed.analysis.judge_quality.correction)."""
-    def has(rows: list[dict]) -> bool:
-        return any(r["tags"] and (severity is None or r["severity"] == severity) for r in rows)
-
-    by_episode: dict[str, list[str]] = {}
-    for i in ids:
-        by_episode.setdefault(i.split("#")[0], []).append(i)
-    pairs = [(has([labels[i] for i in turns]), has([predicted[i] for i in turns])) for turns in by_episode.values()]
-    return {"true_positives": sum(t and p for t, p in pairs), "false_negatives": sum(t and not p for t, p in pairs),
-            "true_negatives": sum(not t and not p for t, p in pairs), "false_positives": sum(p and not t for t, p in pairs)}
-
-
-def score(split: str, predicted: dict[str, dict], detector: str) -> dict:
-    """A detector's predictions against the settled labels on one split: per τ² tag and for any error at the turn
-    level (precision, recall, F1), and at the episode level the counts of any error, of a critical_hindered and of a
-    critical_helped one (a detector without severities, the rules, gets only the first)."""
-    labels = {r["id"]: r for r in read_jsonl(LABELS) if split == "all" or r["split"] == split}
-    ids = [i for i in labels if i in predicted]
-    out = {"split": split, "detector": detector, "turns": len(ids), "labelled_turns": len(labels),
-           "episodes": len({i.split('#')[0] for i in ids})}
-    for tag in ("any", *USER_ERROR_TAGS):
-        def has(tags) -> bool:
-            return bool(tags) if tag == "any" else tag in tags
-        truth = [has(labels[i]["tags"]) for i in ids]
-        flags = [has(predicted[i]["tags"]) for i in ids]
-        out[tag] = prf(sum(t and f for t, f in zip(truth, flags)), sum(flags), sum(truth))
-    out["episodes_any"] = episode_counts(labels, predicted, ids, None)
-    if any(p["severity"] for p in predicted.values()):
-        for severity in ("critical_hindered", "critical_helped"):
-            out[f"episodes_{severity}"] = episode_counts(labels, predicted, ids, severity)
-    return out
 
 
 def print_score(result: dict) -> None:
@@ -368,17 +256,25 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True, help="the reviews file (JSON lines; a rerun resumes it)")
     args = parser.parse_args()
     if args.command == "export":
-        export(args.stores, args.out)
-    elif args.command == "batches":
-        batches(args.episodes, args.out, args.per_batch)
-    elif args.command == "agree":
-        a, b = _labels(args.a), _labels(args.b)
+        return export(args.stores, args.out)
+    if args.command == "batches":
+        return batches(args.episodes, args.out, args.per_batch)
+    if args.command in ("agree", "settle"):
+        try:
+            labelled = [read_labels(path) for path in (args.a, args.b, *([args.c] if args.command == "settle" else []))]
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
+    if args.command == "agree":
+        a, b = labelled
         print(json.dumps(agreement(a, b), indent=1))
         if args.disputed:
             args.disputed.write_text("\n".join(disputed(a, b)) + "\n")
             print(f"{len(disputed(a, b))} disputed turns -> {args.disputed}")
     elif args.command == "settle":
-        rows = settle(_labels(args.a), _labels(args.b), _labels(args.c), EPISODES)
+        try:
+            rows = settle(*labelled, EPISODES)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
         write_jsonl(args.out, rows)
         print(f"{len(rows)} settled labels ({sum(r['settled_by'] == 'third' for r in rows)} by the third) -> {args.out}")
     elif args.command == "review":
@@ -396,7 +292,7 @@ def main() -> None:
         else:
             records = [r for r in read_jsonl(EPISODES) if args.split == "all" or r["split"] == args.split]
             predicted, detector = rule_predictions(records, None if args.judge == "none" else args.judge)
-        result = score(args.split, predicted, detector)
+        result = score(LABELS, args.split, predicted, detector)
         print_score(result)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))

@@ -4,23 +4,18 @@ fixed before labels; the agreement and scoring arithmetic on hand-made labels.""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
 from helpers import REPO
 from tau2_faulty_run import faulty_run
 from testbed.scenarios.tau2.domains import domain
+from testbed.scenarios.tau2 import fault_gold_labels as labels
 from testbed.scenarios.tau2.fault_gold import GoldMismatch, export_episode, load_episode, split_of, user_turns
 from testbed.store.frames import episodes_df
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("fault_gold_bench", REPO / "benchmarks" / "fault_gold.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -77,31 +72,30 @@ def test_the_split_is_a_fixed_hash_of_the_episode():
 
 
 def test_agreement_and_settling_on_hand_made_labels(tmp_path):
-    bench = _bench()
     clean = {"tags": [], "severity": None}
     a = {"e/1#2": {"tags": ["hallucination"], "severity": "minor"}, "e/1#4": clean, "e/1#6": clean,
          "e/1#8": {"tags": ["guideline_violation"], "severity": "critical_hindered"}}
     b = {"e/1#2": {"tags": ["hallucination"], "severity": "minor"}, "e/1#4": clean,
          "e/1#6": {"tags": ["hallucination"], "severity": "minor"},
          "e/1#8": {"tags": ["guideline_violation"], "severity": "minor"}}
-    result = bench.agreement(a, b)
+    result = labels.agreement(a, b)
     assert result["turns"] == 4 and result["error_agreement"] == 0.75
     assert result["error_kappa"] == pytest.approx(0.5)
-    assert bench.disputed(a, b) == ["e/1#6", "e/1#8"]
+    assert labels.disputed(a, b) == ["e/1#6", "e/1#8"]
     episodes = tmp_path / "episodes.jsonl"
     turns = [{"turn": t, "role": "user", "speaker": "m", "content": "x"} for t in (2, 4, 6, 8)]
     episodes.write_text(json.dumps({"id": "e/1", "split": "heldout", "messages": turns}) + "\n")
     c = {"e/1#6": clean, "e/1#8": {"tags": ["guideline_violation"], "severity": "critical_hindered"}}
-    rows = bench.settle(a, b, c, episodes)
+    rows = labels.settle(a, b, c, episodes)
     assert [(r["id"], r["settled_by"], r["tags"]) for r in rows] == [
         ("e/1#2", "agreement", ["hallucination"]), ("e/1#4", "agreement", []), ("e/1#6", "third", []),
         ("e/1#8", "third", ["guideline_violation"])]
-    with pytest.raises(SystemExit, match="third label is missing"):
-        bench.settle(a, b, {}, episodes)
+    with pytest.raises(ValueError, match="third label is missing"):
+        labels.settle(a, b, {}, episodes)
 
 
 def test_precision_and_recall_carry_their_counts():
-    m = _bench().prf(3, 4, 6)
+    m = labels.prf(3, 4, 6)
     assert (m["precision"], m["recall"]) == (0.75, 0.5)
     assert m["f1"] == pytest.approx(0.6)
     assert m["precision_ci"][0] < 0.75 < m["precision_ci"][1]
@@ -110,8 +104,11 @@ def test_precision_and_recall_carry_their_counts():
 def test_an_invalid_label_is_refused_by_name(tmp_path):
     path = tmp_path / "a.jsonl"
     path.write_text(json.dumps({"id": "e/1#2", "tags": ["made_up"], "severity": "minor"}) + "\n")
-    with pytest.raises(SystemExit, match="e/1#2"):
-        _bench()._labels(path)
+    with pytest.raises(ValueError, match="e/1#2"):
+        labels.read_labels(path)
+    bench = REPO / "benchmarks" / "fault_gold.py"
+    out = subprocess.run([sys.executable, str(bench), "agree", str(path), str(path)], capture_output=True, text=True)
+    assert out.returncode == 1 and "e/1#2: tags ['made_up']" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_tasks_scripted_history_is_not_a_turn_to_label():
@@ -121,3 +118,22 @@ def test_a_tasks_scripted_history_is_not_a_turn_to_label():
     messages = [Message("user", "from the task's history", SCRIPTED, 1), Message("assistant", "ok", SCRIPTED, 2),
                 Message("user", "written by the model", "m", 3)]
     assert [m.turn_index for m in user_turns(messages)] == [3]
+
+
+def test_a_detector_is_scored_per_tag_and_per_episode_on_one_split(tmp_path):
+    clean = {"tags": [], "severity": None}
+    rows = [{"id": "e/1#2", "split": "heldout", "tags": ["hallucination"], "severity": "critical_hindered"},
+            {"id": "e/1#4", "split": "heldout", **clean},
+            {"id": "e/2#2", "split": "heldout", **clean},
+            {"id": "e/3#2", "split": "dev", "tags": ["hallucination"], "severity": "minor"}]
+    path = tmp_path / "labels.jsonl"
+    labels.write_jsonl(path, rows)
+    predicted = {"e/1#2": {"tags": ["hallucination"], "severity": "minor"}, "e/1#4": clean,
+                 "e/2#2": {"tags": ["guideline_violation"], "severity": "critical_hindered"}, "e/3#2": clean}
+    result = labels.score(path, "heldout", predicted, "some-detector@1")
+    assert (result["turns"], result["episodes"], result["detector"]) == (3, 2, "some-detector@1")
+    assert (result["any"]["tp"], result["any"]["flagged"], result["any"]["true"]) == (1, 2, 1)
+    assert result["hallucination"]["precision"] == 1.0 and result["guideline_violation"]["flagged"] == 1
+    assert result["episodes_any"] == {"true_positives": 1, "false_negatives": 0, "true_negatives": 0, "false_positives": 1}
+    assert result["episodes_critical_hindered"] == {"true_positives": 0, "false_negatives": 1, "true_negatives": 0,
+                                                    "false_positives": 1}
