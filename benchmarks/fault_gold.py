@@ -8,6 +8,7 @@ settle the labels, and score the fault detectors on them.
     .venv/bin/python benchmarks/fault_gold.py score [--split heldout] [--json OUT]             # the rules
     .venv/bin/python benchmarks/fault_gold.py review agents/qwen2.5-coder-1.5b.yaml --split heldout --out R.jsonl
     .venv/bin/python benchmarks/fault_gold.py score --split heldout --reviews R.jsonl            # the reviewer
+    .venv/bin/python benchmarks/fault_gold.py rates --reviews R.jsonl       # judges/faults-gold/error-rates.json
 
 `export` keeps no τ² text (testbed/scenarios/tau2/fault_gold.py); `batches` writes, outside the repository, what an
 annotator reads: each episode's user instructions and τ²'s user guidelines (from the installed package), the whole
@@ -225,6 +226,27 @@ def print_score(result: dict) -> None:
     print()
 
 
+def write_rates(reviews: list[Path], judge: str, out: Path) -> None:
+    """Each detector's episode-level confusion counts on the held-out split, as the report's corrected shares read
+    them (`{"detectors": {identity: {"split", "episodes", "any", "critical_hindered", "critical_helped"}}}`): the rules
+    (keyed by their identity; role drift from `judge`) and every reviewer whose reviews are given."""
+    from testbed.analysis.tau2.stored_faults import RULES
+
+    records = [r for r in read_jsonl(EPISODES) if r["split"] == "heldout"]
+    found = [(str(RULES), *rule_predictions(records, judge))]
+    for path in reviews:
+        predicted, identity = reviewer_tags(path)
+        found.append((identity, predicted, identity))
+    detectors = {}
+    for key, predicted, detector in found:
+        result = score(LABELS, "heldout", predicted, detector)
+        detectors[key] = {"split": "heldout", "measured_by": detector, "episodes": result["episodes"],
+                          "turns": result["turns"], "labelled_turns": result["labelled_turns"],
+                          **{k.removeprefix("episodes_"): v for k, v in result.items() if k.startswith("episodes_")}}
+    out.write_text(json.dumps({"detectors": detectors}, indent=1) + "\n")
+    print(f"{', '.join(detectors)} -> {out}")
+
+
 def main() -> None:
     """The subcommands of the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -250,6 +272,10 @@ def main() -> None:
     p.add_argument("--json", type=Path)
     p.add_argument("--judge", default="learned", help="whose labels give the rules' role drift (none: no drift)")
     p.add_argument("--reviews", type=Path, help="score a reviewer's reviews file (from `review`) instead of the rules")
+    p = sub.add_parser("rates")
+    p.add_argument("--reviews", type=Path, action="append", default=[], help="a reviewer's reviews file (repeatable)")
+    p.add_argument("--judge", default="learned", help="whose labels give the rules' role drift")
+    p.add_argument("--out", type=Path, default=GOLD / "error-rates.json")
     p = sub.add_parser("review")
     p.add_argument("reviewer", help="the reviewing model: an agent spec, or an LLM judge spec")
     p.add_argument("--split", choices=["dev", "heldout", "all"], default="dev")
@@ -277,6 +303,8 @@ def main() -> None:
             raise SystemExit(str(exc)) from None
         write_jsonl(args.out, rows)
         print(f"{len(rows)} settled labels ({sum(r['settled_by'] == 'third' for r in rows)} by the third) -> {args.out}")
+    elif args.command == "rates":
+        write_rates(args.reviews, args.judge, args.out)
     elif args.command == "review":
         records = [r for r in read_jsonl(EPISODES) if args.split == "all" or r["split"] == args.split]
         from testbed.backends.base import BackendError
