@@ -9,8 +9,10 @@ import math
 import pandas as pd
 
 from testbed.analysis.reports.conversation import GROUP, conversation_report
+from testbed.analysis.tau2.fault_error_rates import load_detector_errors
 from testbed.analysis.tau2.faults import (FAULT_RATE_COLUMNS, REVIEW_RATE_COLUMNS, fault_frame, fault_rates, review_rates,
                                           reviewed_faults, turn_faults)
+from testbed.analysis.tau2.headline import HEADLINE_COLUMNS, headline_cells
 from testbed.analysis.tau2.metrics import (ERRORED_AS, ToolCounts, counted_rewards, is_success, pass_hat_ks,
                                           reward_interval, run_tool_counts, with_seed_reliability)
 from testbed.analysis.tau2.simulator_gap import GAP_COLUMNS, gap_of_group
@@ -50,7 +52,9 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
     (and the judge) that found the faults. When a whole-conversation reviewer reviewed the run (`review-faults --whole`),
     `review_error`, `review_hindered`, `review_helped` are the shares of its scored episodes with an error it tagged, a
     critical_hindered one and a critical_helped one, `review_source` is its identity, and `agree_<tag>_*` the rules'
-    agreement with it per user turn (testbed.analysis.tau2.user_review). Where the run also seats the
+    agreement with it per user turn (testbed.analysis.tau2.user_review). The headline shares (`failed_hindered_review`,
+    `success_helped_review`, `rules_any`: raw, and corrected with the detector's measured error from
+    judges/faults-gold/error-rates.json, with the detector named) are testbed.analysis.tau2.headline's. Where the run also seats the
     scripted user with the group's assistant (a users sweep), a model user's rows have the simulator gap
     (testbed.analysis.tau2.simulator_gap: `scripted_reward`, `simulator_gap` with `_lo`/`_hi`, `gap_tasks`). The rest
     (terminations as `end_<reason>`, user turns, follow-up rate, label shares, drift) is
@@ -68,11 +72,13 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
     reviews = reviewed_faults(run)
     review = reviewed_turns(run)
     rule_turns = turn_faults(run) if review is not None else None
+    errors = load_detector_errors()
     rows = [{**_row(dict(zip(GROUP, keys)), g, counted_rewards(g, errored_as), counts, breakdowns, users_call, errored_as),
              **gap_of_group(g, episodes, errored_as),
              **fault_rates(faults.loc[g.episode_id], judge is not None), "fault_source": rules_source(judge),
              **_severity(faults.loc[g.episode_id], reviews),
-             **user_review_cells(faults.loc[g.episode_id], rule_turns, review, judge is not None)}
+             **user_review_cells(faults.loc[g.episode_id], rule_turns, review, judge is not None),
+             **headline_cells(faults.loc[g.episode_id], review, errors)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
@@ -109,6 +115,8 @@ def _column_order(column: str) -> tuple:
         return (5, REVIEW_RATE_COLUMNS.index(column), "")
     if column in USER_REVIEW_COLUMNS:
         return (6, USER_REVIEW_COLUMNS.index(column), "")
+    if column in HEADLINE_COLUMNS:
+        return (7, HEADLINE_COLUMNS.index(column), "")
     return (3, TOOL_COLUMNS.index(column), "")
 
 
