@@ -94,3 +94,30 @@ def test_plot_writes_the_figure_and_its_numbers(store, tmp_path):
     assert csv[0].startswith("user_model,user_temperature,episodes") and len(csv) == 5
     data = {d.name: d for d in figure_data(store, run, JUDGE)}["tau2-users"]
     assert data.title.startswith("τ² reward vs simulated-user fault rate — run tau2-hand")
+
+
+def test_x_is_the_rules_share_corrected_with_their_measured_error_and_the_label_names_the_detector(store, tmp_path, monkeypatch):
+    import json
+
+    from testbed.analysis.judge_quality.correction import JudgeErrorRates, corrected_rate
+    from testbed.analysis.tau2 import figures
+    from testbed.analysis.tau2.fault_error_rates import load_detector_errors
+    from testbed.analysis.tau2.figures import x_label
+    from testbed.analysis.tau2.stored_faults import RULES
+
+    run = build(store)
+    frame, _ = tau2_users(inputs(store, run))
+    assert frame.x_share.tolist() == frame.fault_share.tolist() and set(frame.x_correction) == {f"uncorrected: no measured error for {RULES}"}
+    assert x_label(frame) == f"simulated-user fault share (0–1): any fault, by {RULES}, uncorrected"
+    counts = {"true_positives": 9, "false_negatives": 2, "true_negatives": 10, "false_positives": 5}
+    path = tmp_path / "error-rates.json"
+    path.write_text(json.dumps({"detectors": {str(RULES): {"split": "heldout", "episodes": 26, "any": counts}}}))
+    monkeypatch.setattr(figures, "load_detector_errors", lambda: load_detector_errors(path))
+    frame, _ = tau2_users(inputs(store, run))
+    calm = frame.set_index(["user_model", "user_temperature"]).loc[("calm-model", 0.0)]
+    expected = corrected_rate(1, 4, JudgeErrorRates(9, 2, 10, 5, "x"))
+    assert (calm.x_share, calm.x_lo, calm.x_hi) == pytest.approx((expected.corrected, expected.lo, expected.hi))
+    assert (calm.x_raw, calm.x_n) == (0.25, 4) and calm.x_hi - calm.x_lo > calm.x_raw_hi - calm.x_raw_lo
+    assert x_label(frame) == f"simulated-user fault share (0–1): any fault, by {RULES}, corrected"
+    result = write_figures(store, run, JUDGE, tmp_path / "figures")
+    assert tmp_path / "figures" / "tau2-users.png" in result.written
