@@ -27,6 +27,7 @@ from testbed.specs.registries import kind_views
 from testbed.store import EpisodeRecord, JudgeIdentity, LabelRecord, Store
 from testbed.store.browse import generated_turn_indices
 from testbed.store.labels import HUMAN, latest_label_tuples
+from testbed.store.turn_reviews import turn_reviews_df
 from testbed.store.user_faults import FaultRow
 
 FAULTS_PENDING = "reading the user faults…"
@@ -145,6 +146,8 @@ class RunCatalog:
     """The faults the rules found (none of a judge's), by episode id, in turn order."""
     fault_problem: str = ""
     """Why some or all of the run's faults are not shown ("" when they were read)."""
+    turn_reviews: dict[tuple[str, int], tuple[tuple[str, ...], str | None, str, str, str]] = field(default_factory=dict)
+    """The last whole-conversation reviewer's tagged user turns by (episode id, turn): (tags, severity, its identity, "", reason)."""
     by_id: dict[str, EpisodeRecord] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -172,7 +175,8 @@ class RunCatalog:
         detector = kind_views(run.kind if run is not None else None).faults
         faults, problem = ({}, "") if detector is None else run_faults(store, run_id) if read_faults else ({}, FAULTS_PENDING)
         return cls(run_id, store.framework_of(run_id), identities, store.episodes(run_id),
-                   generated_turn_indices(store, run_id), dict(by_turn), detector=detector, faults=faults, fault_problem=problem)
+                   generated_turn_indices(store, run_id), dict(by_turn), detector=detector, faults=faults, fault_problem=problem,
+                   turn_reviews=tagged_turns(store, run_id) if detector is not None else {})
 
     def set_faults(self, faults: dict[str, tuple[FaultRow, ...]], problem: str) -> None:
         """Take the user faults `run_faults` read for this run (and why some are not shown, "" when all were read)."""
@@ -233,6 +237,17 @@ class RunCatalog:
                 len(turns), onset[0], onset[1], _top_label(labels), frozenset(labels),
                 kinds, tuple(self.fault_names.get(kind, kind) for kind in kinds)))
         return out
+
+
+def tagged_turns(store: Store, run_id: str) -> dict[tuple[str, int], tuple[tuple[str, ...], str | None, str, str, str]]:
+    """The user turns the run's last whole-conversation reviewer tagged (scored reviews only), as `RunCatalog.turn_reviews`."""
+    reviewers = store.turn_reviewers(run_id)
+    if not reviewers:
+        return {}
+    reviews = turn_reviews_df(store, run_id, reviewers[-1])
+    tagged = reviews[(reviews.status == "scored") & reviews.tags.map(len).gt(0)]
+    return {(e, int(t)): (tuple(tags), severity if isinstance(severity, str) else None, str(reviewers[-1]), "", reason or "")
+            for e, t, tags, severity, reason in zip(tagged.episode_id, tagged.turn_index, tagged.tags, tagged.severity, tagged.reason)}
 
 
 def run_faults(store: Store, run_id: str) -> tuple[dict[str, tuple[FaultRow, ...]], str]:

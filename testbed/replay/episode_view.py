@@ -63,11 +63,25 @@ class TurnView:
     """The simulated-user faults on this user turn, in the detector's order (none for a kind that detects none)."""
     references: tuple[ReferenceTurn, ...] = ()
     """On a simulated user's first turn: the real users' turns after the same context (human references of its item)."""
+    marks: tuple[FaultMark, ...] = ()
+    """Each detector's mark on this user turn: the rules' faults with their tag, a reviewer's tags with their severity."""
 
     @property
     def generated(self) -> bool:
         """Whether the simulated user wrote it (the turns judges label)."""
         return self.ordinal > 0
+
+
+@dataclass(frozen=True)
+class FaultMark:
+    """One detector's finding on a user turn, as replay shows it: `tags` in the kind's taxonomy, `severity` where a
+    reviewer gave one, `what` the rule's fault kind (empty for a reviewer), `evidence` what triggered it or the reason."""
+
+    tags: tuple[str, ...]
+    severity: str | None
+    detector: str
+    what: str = ""
+    evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,20 @@ class EpisodeView:
     def fault_positions(self) -> list[int]:
         """Positions in `turns` of the user turns that carry a fault, in order."""
         return [i for i, t in enumerate(self.turns) if t.faults]
+
+
+def _marks(catalog, episode_id: str, turn_index: int, faults, judge) -> list[FaultMark]:
+    """A user turn's marks: each flagged fault with the tag it counts under and who flagged it, then the reviewer's tags."""
+    detector = catalog.detector
+    if detector is None:
+        return []
+    tags, rules = getattr(detector, "rule_tags", {}), getattr(detector, "identity", "rules")
+    ruled = set(catalog.faults.get(episode_id, ()))
+    marks = [FaultMark((tags.get(f.kind, "other"),), None, rules if f in ruled else str(judge), f.kind, f.evidence) for f in faults]
+    review = catalog.turn_reviews.get((episode_id, turn_index))
+    if review is not None:
+        marks.append(FaultMark(*review))
+    return marks
 
 
 def _perturbed_index(messages: list[Message], perturbation: str, first_generated: int | None) -> int | None:
@@ -147,6 +175,7 @@ def episode_view(store: Store, catalog: RunCatalog, episode: EpisodeRecord, judg
                               m.turn_index == onset, episode.key.perturbation if m.turn_index == perturbed else None,
                               callers.get(m.tool_result.call_id) if m.tool_result else None,
                               tuple(faults.get(m.turn_index, ())),
-                              references if m.turn_index == first_turn else ()))
+                              references if m.turn_index == first_turn else (),
+                              tuple(_marks(catalog, eid, m.turn_index, faults.get(m.turn_index, ()), judge))))
     return EpisodeView(catalog.run_id, episode, judge, tuple(turns), catalog.faults_detected, catalog.fault_problem,
                        catalog.fault_names)

@@ -70,6 +70,21 @@ def fault_line(kind: str, evidence: str) -> Text:
     return line
 
 
+def mark_line(mark) -> Text:
+    """` ⚑ hallucination · critical_hindered · by user-review@…  (invented_fact) ZX9Y8W`: one detector's mark on a user
+    turn, its tags, severity (a reviewer's), the detector, and the rule's fault kind with what triggered it."""
+    line = Text(" ⚑ ", style=f"reverse {FAULT_STYLE}")
+    line.append(neutralised(f" {', '.join(mark.tags)}"), style=FAULT_STYLE)
+    if mark.severity:
+        line.append(neutralised(f" · {mark.severity}"), style=f"bold {FAULT_STYLE}")
+    line.append(neutralised(f" · by {mark.detector}"), style="dim")
+    if mark.what:
+        line.append(neutralised(f"  ({mark.what})"))
+    if mark.evidence:
+        line.append(neutralised(f"  {mark.evidence}"))
+    return line
+
+
 def reference_block(reference: ReferenceTurn, *, head: int | None = HEAD_CHARS, hint: str = PRINT_HINT) -> Text:
     """`human reference (real user): <text>`, or `human reference (answered another message): <text>` when the
     real user answered another message than the simulated user saw (`WEAK_HUMAN_MODEL`); a long one in part."""
@@ -122,7 +137,10 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False, h
         marks.append(f"  ↩ {turn.source}", style="bold yellow" if turn.source.kind == "echoes" else "yellow")
     if marks:
         parts.append(marks)
-    parts.extend(fault_line(f.kind, f.evidence) for f in turn.faults)
+    if turn.marks:
+        parts.extend(mark_line(mark) for mark in turn.marks)
+    else:
+        parts.extend(fault_line(f.kind, f.evidence) for f in turn.faults)
     parts.extend(_body(turn, folded, head, hint))
     if turn.generated:
         if turn.labels:
@@ -132,7 +150,7 @@ def turn_panel(turn: TurnView, *, current: bool = False, folded: bool = False, h
     if turn.references:
         parts.append(Rule(style="dim"))
         parts.extend(reference_block(r, head=head, hint=hint) for r in turn.references)
-    border = ONSET_STYLE if turn.onset else FAULT_STYLE if turn.faults else ROLE_STYLES.get(turn.message.role, "white")
+    border = ONSET_STYLE if turn.onset else FAULT_STYLE if turn.faults or turn.marks else ROLE_STYLES.get(turn.message.role, "white")
     return Panel(Group(*parts), title=turn_title(turn), title_align="left", border_style=border,
                  subtitle="▶ here" if current else None, subtitle_align="right")
 

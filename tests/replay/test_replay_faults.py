@@ -22,19 +22,20 @@ from textual.widgets import DataTable  # noqa: E402
 from tau2_faulty_run import DONE, INVENTED, STOPPED, faulty_run  # noqa: E402
 from hostile_text import FORBIDDEN  # noqa: E402
 from testbed.analysis.tau2 import stored_faults  # noqa: E402
-from testbed.analysis.tau2.stored_faults import FAULT_NAMES, Tau2FaultDetector  # noqa: E402
+from testbed.analysis.tau2.stored_faults import FAULT_NAMES, RULES, Tau2FaultDetector  # noqa: E402
 from testbed.replay.app import HelpScreen, ReplayApp  # noqa: E402
 from testbed.replay.catalog import FAULTS_PENDING, RunCatalog  # noqa: E402
 from testbed.replay.episode_view import episode_view  # noqa: E402
 from testbed.replay.episodes_screen import EpisodesScreen  # noqa: E402
 from testbed.replay.filters import EpisodeFilter, FilterError  # noqa: E402
-from testbed.replay.render import SUMMARY_TURNS, episode_header, turn_panel  # noqa: E402
+from testbed.replay.render import SUMMARY_TURNS, episode_header, print_episode, turn_panel  # noqa: E402
 from testbed.replay.transcript_screen import TranscriptScreen  # noqa: E402
 from testbed.scenarios.tau2 import domains  # noqa: E402
 from testbed.scenarios.tau2.user_faults import FAULT_KINDS  # noqa: E402
 from testbed.store import EpisodeKey, EpisodeOutcome, Store  # noqa: E402
 from testbed.store.labels import JudgeIdentity, write_labels  # noqa: E402
 from testbed.store.records import LabelRow  # noqa: E402
+from testbed.store.turn_reviews import TurnReviewRow  # noqa: E402
 from testbed.store.user_faults import FaultRow, faults_df  # noqa: E402
 from testbed.transcript import Message  # noqa: E402
 
@@ -211,7 +212,8 @@ async def test_the_table_shows_faults_and_the_transcript_marks_and_jumps_to_each
         transcript = app.screen
         assert isinstance(transcript, TranscriptScreen)
         shown = drawn(app)
-        assert f"invented_fact  {INVENTED}" in shown and "premature_stop  undone: create_task" in shown
+        assert f"hallucination · by {RULES}  (invented_fact)  {INVENTED}" in shown
+        assert f"premature_termination · by {RULES}  (premature_stop)  undone: create_task" in shown
         assert f"user faults: invented on turn {first}; premature on turn {last}" in shown
         await pilot.press("home", "f")
         assert transcript.view.turns[transcript.cursor].message.turn_index == first
@@ -305,7 +307,26 @@ def test_the_panel_prints_the_fault_and_its_evidence_for_a_pipe(tau2_store):
     for turn in view.turns:
         console.print(turn_panel(turn))
     printed = console.export_text()
-    assert printed.count("⚑") == 2 and f"⚑  invented_fact  {INVENTED}" in printed
+    assert printed.count("⚑") == 2 and f"⚑  hallucination · by {RULES}  (invented_fact)  {INVENTED}" in printed
+
+
+async def test_show_episode_marks_each_detectors_tags_severity_and_identity(tmp_path, store):
+    """The rules' flags carry their τ² tag and the rules' identity; a reviewer's tagged turn its tags, severity and identity."""
+    run_id, _ = await faulty_run(tmp_path, store)
+    reviewer = JudgeIdentity("user-review", "user-review-1", "rev-model")
+    catalog = RunCatalog.load(store, run_id)
+    stopped = by_item(catalog.rows(None))[STOPPED].episode_id
+    first, _ = user_turns(store, run_id, STOPPED)
+    store.write_turn_reviews(run_id, reviewer, [TurnReviewRow(stopped, first, ("hallucination", "other"), "critical_hindered", "made up")])
+    catalog = RunCatalog.load(store, run_id)
+    view = episode_view(store, catalog, catalog.episode(stopped), None)
+    console = Console(width=160, record=True, file=io.StringIO())
+    print_episode(view, console)
+    printed = console.export_text()
+    assert f"⚑  hallucination · by {RULES}  (invented_fact)  {INVENTED}" in printed
+    assert f"⚑  hallucination, other · critical_hindered · by {reviewer}  made up" in printed
+    marks = [m for t in view.turns for m in t.marks]
+    assert [(m.tags, m.severity, m.detector) for m in marks if m.severity] == [(("hallucination", "other"), "critical_hindered", str(reviewer))]
 
 
 def test_the_header_lists_a_few_turns_of_each_fault_kind_and_counts_the_rest(tau2_store):

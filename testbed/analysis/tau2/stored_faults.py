@@ -99,6 +99,8 @@ class Tau2FaultDetector:
     tags = TAG_MEANINGS
     severities = SEVERITY_MEANINGS
     rule_tags = RULE_TAGS
+    identity = str(RULES)
+    """The rules' identity, as replay marks the faults they flag."""
 
     def review_contexts(self, store: Store, run_id: str) -> tuple[dict[str, tuple[str, str]], str]:
         """Each finished episode's user instructions and simulation guidelines, read from τ² (`review_context`)."""
