@@ -111,3 +111,22 @@ async def test_the_report_gives_the_headline_per_condition_raw_and_corrected(tmp
     assert row["success_helped_review_correction"] == f"uncorrected: no measured error for {WHO}"
     assert row["rules_any_correction"] == f"uncorrected: no measured error for {RULES_ID}"
     assert row["headline_review_unscored"] == 0
+
+
+async def test_with_only_the_flagged_fault_review_the_failed_share_is_its_hindered_verdicts_labelled_so(tmp_path, store):
+    from testbed.analysis.tau2.faults import flagged_faults
+    from testbed.store.fault_reviews import FaultReviewRow
+
+    run_id, _ = await faulty_run(tmp_path, store)
+    stopped = next(e.key.episode_id for e in store.episodes(run_id) if e.key.item_id == STOPPED)
+    rows = [FaultReviewRow(stopped, f.turn_index, f.kind, f.evidence, "hindered" if f.kind == "invented_fact" else "harmless")
+            for f in flagged_faults(store, run_id)
+            if f.episode_id == stopped]
+    assert rows
+    old = JudgeIdentity("fault-review", "fault-review-1", "rev-model")
+    store.write_fault_reviews(run_id, old, rows)
+    (row,) = tau2_report_module.tau2_report(RunFrames(store, run_id, None)).to_dict("records")
+    assert (row["failed_hindered_review"], row["failed_hindered_review_n"]) == (1.0, 1)
+    assert row["failed_hindered_review_detector"] == f"{old} (flagged-fault review: hindered)"
+    assert row["failed_hindered_review_correction"].startswith("uncorrected: no measured error")
+    assert "success_helped_review" not in row

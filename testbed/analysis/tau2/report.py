@@ -78,7 +78,7 @@ def tau2_report(run: RunFrames, errored_as: str = ERRORED_AS[0]) -> pd.DataFrame
              **fault_rates(faults.loc[g.episode_id], judge is not None), "fault_source": rules_source(judge),
              **_severity(faults.loc[g.episode_id], reviews),
              **user_review_cells(faults.loc[g.episode_id], rule_turns, review, judge is not None),
-             **headline_cells(faults.loc[g.episode_id], review, errors)}
+             **headline_cells(faults.loc[g.episode_id], review, errors, reviews)}
             for keys, g in episodes.groupby(GROUP, sort=True, dropna=False)]
     tau2 = pd.DataFrame(rows)
     tau2 = tau2[[*GROUP, *sorted(tau2.columns.difference(GROUP), key=_column_order)]]
