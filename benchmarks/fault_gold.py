@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from testbed.scenarios.tau2.domains import domain  # noqa: E402
 from testbed.scenarios.tau2.fault_gold import load_episode, user_turns  # noqa: E402
-from testbed.scenarios.tau2.fault_gold_labels import (agreement, disputed, read_jsonl, read_labels, score, settle,  # noqa: E402
+from testbed.analysis.tau2.fault_gold_labels import (agreement, disputed, read_jsonl, read_labels, score, settle,  # noqa: E402
                                                       write_jsonl)
 from testbed.scenarios.tau2.fault_tags import RULE_TAGS, USER_ERROR_TAGS  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO
 from tau2_faulty_run import faulty_run
 from testbed.scenarios.tau2.domains import domain
-from testbed.scenarios.tau2 import fault_gold_labels as labels
+from testbed.analysis.tau2 import fault_gold_labels as labels
 from testbed.scenarios.tau2.fault_gold import GoldMismatch, export_episode, load_episode, split_of, user_turns
 from testbed.store.frames import episodes_df
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from testbed.analysis.stats import wilson_interval
 from testbed.scenarios.tau2.fault_tags import SEVERITIES, USER_ERROR_TAGS
 from testbed.scenarios.tau2.trajectory import SCRIPTED
+from testbed.transcript import is_user
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -73,7 +74,7 @@ def settle(a: dict, b: dict, c: dict, episodes: Path) -> list[dict]:
     records = read_jsonl(episodes)
     split = {r["id"]: r["split"] for r in records}
     wanted = {f"{r['id']}#{m['turn']}" for r in records for m in r.get("messages", ())
-              if m["role"] == "user" and m["speaker"] != SCRIPTED and not m.get("tool_calls")}
+              if is_user(m) and m["speaker"] != SCRIPTED and not m.get("tool_calls")}
     rows = []
     for i in sorted(set(a) & set(b) & wanted, key=lambda x: (x.split("#")[0], int(x.split("#")[1]))):
         agreed = a[i] == b[i]
