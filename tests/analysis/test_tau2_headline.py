@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from testbed.analysis.judge_quality.correction import BadErrorRates, JudgeErrorRates, corrected_rate
@@ -130,3 +131,15 @@ async def test_with_only_the_flagged_fault_review_the_failed_share_is_its_hinder
     assert row["failed_hindered_review_detector"] == f"{old} (flagged-fault review: hindered)"
     assert row["failed_hindered_review_correction"].startswith("uncorrected: no measured error")
     assert "success_helped_review" not in row
+
+
+def test_the_text_report_shows_each_headline_share_raw_then_corrected_with_its_detector():
+    from testbed.analysis.tau2.report_columns import HEADLINE_DISPLAY
+
+    row = pd.Series({**share(3, 10, RULES_ID, JudgeErrorRates(9, 2, 10, 5, "x"), "any", "rules_any"),
+                     **share(1, 4, str(WHO), None, "critical_helped", "success_helped_review")})
+    shown = {header: show(row) for header, column, show in HEADLINE_DISPLAY if column in row}
+    rules = shown["episodes with any rule fault"]
+    assert rules.startswith("30.0% (") and "→" in rules and "corrected, n = 10" in rules and rules.endswith(f"by {RULES_ID}")
+    helped = shown["successful episodes the user made too easy (critical_helped)"]
+    assert "uncorrected, n = 4" in helped and "→" not in helped and helped.endswith(f"by {WHO}")

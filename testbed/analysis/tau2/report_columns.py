@@ -61,6 +61,25 @@ def _agreement(row: pd.Series, tag: str) -> str:
     return f"κ {_num(row[f'agree_{tag}_kappa'], '{:.2f}')}, {_num(row[f'agree_{tag}_agreement'], '{:.0%}')} agree ({cells})"
 
 
+def _headline(row: pd.Series, name: str) -> str:
+    """A headline share raw with its interval, then corrected with the detector's measured error where it was measured,
+    e.g. `40.0% (17%–69%) → 35.2% (8%–71%) corrected`, or `… uncorrected`; the detector named on its own line."""
+    raw = _rate(row[name], row[f"{name}_lo"], row[f"{name}_hi"])
+    fixed = row.get(f"{name}_corrected")
+    tail = ("uncorrected" if fixed is None or fixed != fixed else
+            f"→ {_rate(fixed, row[f'{name}_corrected_lo'], row[f'{name}_corrected_hi'])} corrected")
+    return f"{raw} {tail}, n = {int(row[f'{name}_n'])}\nby {row[f'{name}_detector']}"
+
+
+HEADLINE_DISPLAY: list[Column] = [
+    ("failed episodes the user hindered (critical_hindered)", "failed_hindered_review_n",
+     lambda r: _headline(r, "failed_hindered_review")),
+    ("successful episodes the user made too easy (critical_helped)", "success_helped_review_n",
+     lambda r: _headline(r, "success_helped_review")),
+    ("episodes with any rule fault", "rules_any_n", lambda r: _headline(r, "rules_any")),
+]
+"""The headline shares (testbed.analysis.tau2.headline), raw and corrected with each detector's measured error."""
+
 FAULT_SOURCE_COLUMN: Column = ("user faults found by", "fault_source", lambda r: str(r.fault_source))
 """The rules (and judge) whose faults the simulated-user fault rates count."""
 
@@ -108,6 +127,7 @@ REPORT_COLUMNS: list[Column] = [
     ("seed note", "vary_note", lambda r: r.vary_note if isinstance(r.vary_note, str) else ""),
     *FAULT_REVIEW_COLUMNS,
     FAULT_SOURCE_COLUMN,
+    *HEADLINE_DISPLAY,
     *USER_REVIEW_DISPLAY,
     *AGREEMENT_DISPLAY,
 ]
@@ -123,6 +143,8 @@ REPORT_GROUPS: list[tuple[str, tuple[str, ...]]] = [
     ("seed reliability", ("pass^k, user's seed varied", "pass^k, assistant's seed varied", "trial variance, user varied",
                           "trial variance, assistant varied", "user's share of spread", "seed note")),
     ("fault severity (reviewed)", tuple(h for h, _, _ in FAULT_REVIEW_COLUMNS)),
+    ("the simulator's share, corrected with its detector's measured error (judges/faults-gold)",
+     tuple(h for h, _, _ in HEADLINE_DISPLAY)),
     ("simulated-user errors (whole-conversation review)", tuple(h for h, _, _ in USER_REVIEW_DISPLAY)),
     ("rules vs reviewer (per user turn, on episodes both checked)", tuple(h for h, _, _ in AGREEMENT_DISPLAY)),
 ]
