@@ -106,6 +106,7 @@ def test_x_is_the_rules_share_corrected_with_their_measured_error_and_the_label_
     from testbed.analysis.tau2.stored_faults import RULES
 
     run = build(store)
+    monkeypatch.setattr(figures, "load_detector_errors", lambda: load_detector_errors(tmp_path / "absent.json"))
     frame, _ = tau2_users(inputs(store, run))
     assert frame.x_share.tolist() == frame.fault_share.tolist() and set(frame.x_correction) == {f"uncorrected: no measured error for {RULES}"}
     assert x_label(frame) == f"simulated-user fault share (0–1): any fault, by {RULES}, uncorrected"
