@@ -6,13 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from testbed.backends.base import BackendError
 from testbed.cli.app import StoreOpt, app, console, fail, open_store, run_async, say
 from testbed.cli.choices import judge_help
 from testbed.cli.given_names import given_judge
-from testbed.cli.shell import Terminated
 from testbed.specs.errors import SpecError
-from testbed.store.sqlite_store import StoreError
 
 KEPT = "Reviews written before this are kept; run the same command again to continue."
 JUDGE_HELP = judge_help("the reviewing model: an agent spec, or an LLM judge (its agent and settings)", prompted=True)
@@ -60,8 +57,10 @@ def review_faults(
 
         review_whole(run_id, reviewer, store, quiet)
         return
+    from testbed.cli.conversation_review import kept_on_failure
+
     db = open_store(store)
-    try:
+    with kept_on_failure(KEPT):
         run = db.run(run_id)["run_id"]
         drift = None if labels == "none" else resolve_identity(db, run, labels) if labels else fast_identity(db, run)
         detector = kind_views(db.run(run).kind).faults
@@ -77,12 +76,6 @@ def review_faults(
                 + (f" ({why})" if (why := detector.missing(db, run)) else ""))
             return
         summary = run_async(review(db, run, faults, reviewer, console=console, show_progress=not quiet))
-    except (StoreError, SpecError) as exc:
-        fail(str(exc))
-    except BackendError as exc:
-        fail(f"{exc.reason}\n{KEPT}")
-    except (KeyboardInterrupt, Terminated):
-        fail(f"stopped; {KEPT[0].lower()}{KEPT[1:]}", 130)
     asked = summary.flagged - summary.skipped
     say(f"reviewer {summary.identity}: {summary.hindered} hindered, {summary.harmless} harmless, {summary.unscored} unscored "
         f"of {asked} flagged faults asked now; {summary.skipped} already reviewed before")
