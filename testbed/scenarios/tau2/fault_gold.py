@@ -21,8 +21,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.frameworks.tool_desk import ToolDesk
-from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED, from_tau2
+from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED
 from testbed.transcript import Message, ToolCall, is_system, is_tool, is_user
 
 HELD_OUT_SHARE = 0.4
@@ -78,20 +77,14 @@ def load_episode(record: dict) -> GoldEpisode:
     """A gold record with τ²'s text restored from the installed package (module docstring); GoldMismatch when the
     installed τ² lacks its task or its tool calls do not replay as they ran."""
     from testbed.scenarios.tau2.domains import domain
-    from testbed.scenarios.tau2.episode import environment_response
+    from testbed.scenarios.tau2.episode import start_episode
 
     tau2_domain = domain(record["domain"])
     task = tau2_domain.tasks.get(record["task_id"])
     if task is None:
         raise GoldMismatch(f"{record['id']}: the installed τ² has no task {record['task_id']!r} in {record['domain']}")
-    environment = tau2_domain.new_environment()
-    state = task.initial_state
-    history = list(state.message_history or []) if state is not None else []
-    environment.set_state(initialization_data=state.initialization_data if state is not None else None,
-                          initialization_actions=state.initialization_actions if state is not None else None,
-                          message_history=history)
-    scripted = iter(from_tau2(history, 1))
-    desk = ToolDesk(environment, environment_response)
+    opening, desk = start_episode(task, tau2_domain.new_environment, "", SCRIPTED)
+    scripted = iter(m for m in opening.messages if m.speaker == SCRIPTED and not is_system(m))
     calls: dict[str, ToolCall] = {}
     messages = []
     for row in record["messages"]:
