@@ -29,7 +29,8 @@ class StoredTurn:
 def user_turns(store: Store, run_id: str) -> list[StoredTurn]:
     """Every generated user turn of the run's finished episodes, in a stable order, as judge inputs.
 
-    The context is what `Store.turns` gives: the request and the latest spoken assistant message before the turn.
+    The context is what `Store.turns` gives: the request, the latest spoken assistant message before the turn, and the
+    conversation between them.
     """
     return list(stored_turns(store, run_id))
 
@@ -37,7 +38,7 @@ def user_turns(store: Store, run_id: str) -> list[StoredTurn]:
 def stored_turns(store: Store, run_id: str) -> Iterator[StoredTurn]:
     """`user_turns` one at a time, read from the store in batches: for walking a run of any size."""
     for t in store.iter_turns(run_id):
-        yield StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn))
+        yield StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn, t.context))
 
 
 def label_row(episode_id: str, turn_index: int, verdict: Verdict, attempts: int = 1) -> LabelRow:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from testbed.conversation_context import Earlier
+
 
 @dataclass(frozen=True)
 class JudgeInput:
-    """One simulated-user turn with the context a judge may read: the request and the answer as shown."""
+    """One simulated-user turn with the context a judge may read: the request, the answer as shown, and the
+    conversation between them (`testbed.conversation_context`: the user's earlier turns, the assistant's earlier
+    answers, tool traffic marked; capped). A first reply has an empty context."""
 
     turn_id: str
     question: str
     assistant: str
     user_turn: str
+    context: tuple[Earlier, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from testbed.store import lease
 from testbed.store.generated_turns import generated_turn_keys_sql
 from testbed.store.records import EpisodeKey, EpisodeRecord, EpisodeReward, FailedAttempt, RunRecord, SharedAnswer, TurnRecord, WireRecord
 from testbed.store.tool_messages import tool_fields
-from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns, is_assistant, request_text
+from testbed.conversation_context import capped, earlier_entries
+from testbed.transcript import SPOKEN_ROLES, TOOL_CALLS_COLUMN, Message, Usage, generated_user_turns, is_assistant, request_message
 
 EPISODE_STATUSES = ("done", "error")
 """Every status an episode can be stored with (the schema's CHECK): `episode_counts` always has both."""
@@ -77,18 +78,24 @@ def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
     """The generated user turns of one episode's messages (in turn order), each with its context.
 
     Which turns count is `testbed.transcript.generated_user_turns`; the context is the episode's
-    request (`testbed.transcript.request_message`) and the latest assistant message before the turn; messages that call
-    tools are neither (tool results are no message of either side).
+    request (`testbed.transcript.request_message`), the latest assistant message before the turn (messages that call
+    tools are neither; tool results are no message of either side), and the conversation between the two
+    (`testbed.conversation_context`: tool traffic marked, never shown; capped).
     """
     generated = {m["turn_index"] for m in generated_user_turns(messages)}
     spoken = [m for m in messages if m["role"] in SPOKEN_ROLES and not _calls(m)]
-    question = request_text(spoken)
-    out, answer = [], ""
-    for m in spoken:
+    request = request_message(spoken)
+    question = "" if request is None else request["content"]
+    after_request = next((k + 1 for k, m in enumerate(messages) if request is not None and m["turn_index"] == request["turn_index"]), 0)
+    out, answer, answer_at = [], "", None
+    for k, m in enumerate(messages):
+        if m["role"] not in SPOKEN_ROLES or _calls(m):
+            continue
         if is_assistant(m):
-            answer = m["content"]
+            answer, answer_at = m["content"], k
         elif m["turn_index"] in generated:
-            out.append(TurnRecord(episode_id, m["turn_index"], question, answer, m["content"]))
+            before = capped(earlier_entries(messages[after_request:answer_at])) if answer_at is not None and answer_at > after_request else ()
+            out.append(TurnRecord(episode_id, m["turn_index"], question, answer, m["content"], before))
     return out
 
 

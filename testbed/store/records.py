@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from testbed.specs.registries import default_framework
+from testbed.conversation_context import Earlier
 from testbed.transcript import Message, Usage
 
 CONDITIONS = ["assistant_model", "user_model", "dataset", "user_mode", "temperature", "perturbation"]
@@ -259,6 +260,8 @@ class TurnRecord:
     """The latest assistant message before the turn, as shown to the simulated user."""
     user_turn: str
     """What the simulated user wrote."""
+    context: tuple[Earlier, ...] = ()
+    """The conversation between the request and the answer (`testbed.conversation_context`), capped."""
 
     @property
     def turn_id(self) -> str:

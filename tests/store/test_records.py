@@ -11,11 +11,12 @@ import pytest
 
 from testbed.judges.turns import label_row, user_turns
 from testbed.judges.verdict import Verdict
+from testbed.conversation_context import Earlier
 from testbed.store import EpisodeKey, EpisodeOutcome, EpisodeReward, SharedAnswer, Store, records
 from testbed.store.labels import JudgeIdentity, latest_labels, write_labels
 from testbed.store.records import FailedAttempt, LabelRow, RunRecord, TurnRecord
 from testbed.store.sqlite_store import StoreError
-from testbed.transcript import Message, ToolCall, ToolResult, Usage, generated_user_turns
+from testbed.transcript import ASSISTANT, USER, Message, ToolCall, ToolResult, Usage, generated_user_turns
 
 WHO = JudgeIdentity("local", "v1")
 
@@ -57,7 +58,9 @@ def test_turns_carry_the_request_and_the_latest_answer_of_finished_episodes_only
     store.write_episode("run-1", EpisodeOutcome(key("c"), OPENING, "error", "error", "user: HTTP 500"))
     turns = store.turns("run-1")
     assert [(t.episode_id, t.turn_index) for t in turns] == [("a", 4), ("b", 4), ("b", 6)], "done episodes, stable order"
-    assert turns[2] == TurnRecord("b", 6, "What is 6 * 7?", "Six sevens.", "Thanks")
+    assert turns[2] == TurnRecord("b", 6, "What is 6 * 7?", "Six sevens.", "Thanks", (
+        Earlier(USER, "Show your steps."), Earlier(ASSISTANT, "6 * 7 = 42."), Earlier(USER, "Why 42?"))), "the conversation between request and answer"
+    assert turns[1].context == (Earlier(USER, "Show your steps."),)
     assert turns[1].answer == "6 * 7 = 42." and turns[1].turn_id == "b:4"
     assert [t.episode_id for t in store.turns("run-1", include_errored=True)].count("c") == 2
     wrapped = user_turns(store, "run-1")

@@ -9,6 +9,7 @@ labels beside the final one, as the gold set does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterable, Mapping
@@ -18,8 +19,7 @@ from testbed.analysis.judge_quality.agreement import cohen_kappa
 from testbed.judges.taxonomy import taxonomy
 from testbed.scenarios.base import stable_hash
 from testbed.store import Store
-from testbed.store.frames import messages_df, turns_df
-from testbed.transcript import SYSTEM
+from testbed.store.frames import turns_df
 
 CONDITION_FIELDS = ("source_model", "dataset", "kind", "mode", "temperature", "perturbation", "turn")
 """What each item says about how its turn was made (the gold set's fields, plus kind and turn ordinal)."""
@@ -27,11 +27,24 @@ SHOWN = ("id", "kind", "perturbation", "turn", "question", "context", "assistant
 """What an annotator sees of an item: the texts, and what the guide needs (the answer may be perturbed; later turns)."""
 
 
-def _context(messages, episode_id: str, turn_index: int) -> list[dict]:
-    """The conversation between the request and the answer the turn replies to (multi-turn episodes only)."""
-    earlier = messages[(messages.episode_id == episode_id) & (messages.turn_index < turn_index) & (messages.role != SYSTEM)]
-    rows = [{"role": r.role, "content": r.content} for r in earlier.itertuples()]
-    return rows[1:-1]
+HELD_OUT_SHARE = 0.25
+"""The share of conversations `split_of` keeps out of every choice until the final score (issue 40's later turns)."""
+SPLIT_SALT = "judge-later-turns-2"
+"""Salts the split hash, so this split is independent of every other split made from the same conversation keys."""
+
+
+def split_of(conversation: str) -> str:
+    """`heldout` or `train`: a fixed hash of the conversation's key, so every turn of a conversation falls on one side
+    and the split never depends on a label (fixed before any label existed)."""
+    digest = int(hashlib.sha256(f"{SPLIT_SALT}:{conversation}".encode()).hexdigest()[:8], 16)
+    return "heldout" if digest % 1000 < HELD_OUT_SHARE * 1000 else "train"
+
+
+def item_of(turn, *, item_id: str, conversation: str, conditions: Mapping[str, object], ordinal: int) -> dict:
+    """One annotation item of a stored turn (`TurnRecord`): what an annotator reads, how it was made, its split."""
+    return {"id": item_id, **conditions, "turn": ordinal, "conversation": conversation, "split": split_of(conversation),
+            "question": turn.question, "context": [e.as_dict() for e in turn.context], "assistant": turn.answer,
+            "user_turn": turn.user_turn}
 
 
 def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: set[str] = frozenset()) -> list[dict]:
@@ -45,18 +58,16 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
         kind = store.run(run_id).kind
         turns = turns_df(store, run_id)
         turns = turns[turns.status == "done"]
-        messages = messages_df(store, run_id, exact=True)
-        ordinal = turns.groupby("episode_id").cumcount() + 1
-        for t, k in zip(turns.itertuples(), ordinal):
+        ordinal = dict(zip(zip(turns.episode_id, turns.turn_index), turns.groupby("episode_id").cumcount() + 1))
+        stored = {(t.episode_id, t.turn_index): t for t in store.iter_turns(run_id)}
+        for t in turns.itertuples():
             if t.question.strip() in exclude_questions:
                 continue
-            items.append({
-                "id": stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
-                "source_model": t.user_model, "dataset": t.dataset, "kind": kind, "mode": t.user_mode,
-                "temperature": float(t.temperature), "perturbation": t.perturbation, "turn": int(k),
-                "question": t.question, "context": _context(messages, t.episode_id, int(t.turn_index)),
-                "assistant": t.answer, "user_turn": t.user_turn,
-            })
+            conditions = {"source_model": t.user_model, "dataset": t.dataset, "kind": kind, "mode": t.user_mode,
+                          "temperature": float(t.temperature), "perturbation": t.perturbation}
+            key = (t.episode_id, int(t.turn_index))
+            items.append(item_of(stored[key], item_id=stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
+                                 conversation=f"{run_id}/{t.episode_id}", conditions=conditions, ordinal=int(ordinal[key])))
     return items
 
 
