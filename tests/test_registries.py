@@ -103,12 +103,12 @@ def test_every_judge_kind_resolves_and_keeps_its_label_identity():
     assert JUDGE_KINDS.names() == ("local", "llm", "learned")
     local, followup = make_judge(load_judge("local")), make_judge(load_judge("followup"))
     assert isinstance(local, Judge) and isinstance(followup, Judge)
-    assert local.identity == identity_of(load_judge("local")) == JudgeIdentity("local", "local-2")
-    assert followup.identity == JudgeIdentity("followup", "followup-2", "smollm2-135m-instruct")
+    assert local.identity == identity_of(load_judge("local")) == JudgeIdentity("local", "local-3")
+    assert followup.identity == JudgeIdentity("followup", "followup-3", "smollm2-135m-instruct")
     learned = make_judge(load_judge("learned"))
     assert isinstance(learned, Judge) and learned.identity.judge == "learned" and learned.identity.version.startswith("learned-3+")
     modes = make_judge(load_judge("failure-modes")).identity
-    assert modes == JudgeIdentity("failure-modes", "failure-modes-2", "smollm2-135m-instruct")
+    assert modes == JudgeIdentity("failure-modes", "failure-modes-3", "smollm2-135m-instruct")
     assert local.commit_every == 2000 and followup.commit_every == 1
 
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from testbed.control_tokens import GENERIC, ControlTokens
+from testbed.conversation_context import rendered
 from testbed.judges.fence import fence
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
 from testbed.templates import fill_slots
+
+
+NO_CONTEXT = "(none: this is the user's first reply)"
+"""What the conversation slot holds for a turn with nothing between the request and the answer."""
 
 
 def label_list() -> str:
@@ -18,13 +23,15 @@ def label_list() -> str:
 def render_prompt(template: str, item: JudgeInput, tokens: ControlTokens = GENERIC) -> str:
     """Fill the template's slots in one pass, so text inside a fenced slot is never re-read as a slot.
 
-    The judged texts have the judge model's control tokens (`tokens`; the generic set unless the
+    The conversation before the turn (`item.context`) fills `{conversation}`, fenced like the rest; a template without
+    that slot (one written before judges read the conversation) still works. The judged texts have the judge model's control tokens (`tokens`; the generic set unless the
     caller knows the model) neutralised before fencing: a fence holds only at the string level, and
     `<|im_end|>` inside it would still close the judge's message once the server applies its template.
     """
     values = {
         "labels": label_list(),
         "question": fence(tokens.neutralise(item.question), "QUESTION"),
+        "conversation": fence(tokens.neutralise(rendered(item.context)) if item.context else NO_CONTEXT, "EARLIER"),
         "answer": fence(tokens.neutralise(item.assistant), "ANSWER"),
         "user_turn": fence(tokens.neutralise(item.user_turn), "USER_TURN"),
     }

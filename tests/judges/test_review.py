@@ -98,7 +98,7 @@ def test_review_by_a_model_judge_pays_for_the_chosen_turns_only_and_every_face_r
     shown = cli.invoke(app, ["report", run_id, "--store", db])
     assert "reviewed@learned@" in shown.output and "50% by the review" in shown.output, shown.output
     assert "gold dev (390, held out) κ 0.74 / F1 0.677" in shown.output, "the fast judge's measured figures are named"
-    assert "failure-modes@failure-modes-2:scripted-judge: no measured figures" in shown.output and "--record" in shown.output
+    assert "failure-modes@failure-modes-3:scripted-judge: no measured figures" in shown.output and "--record" in shown.output
 
 
 def test_review_by_a_person_without_a_terminal_keeps_the_fast_verdicts_pending(spec_dir, store):

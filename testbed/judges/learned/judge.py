@@ -17,7 +17,7 @@ import numpy as np
 
 from testbed.judges.learned.decision import decide_label
 from testbed.judges.learned.embedding import StaticEmbedder, default_embedder
-from testbed.judges.learned.features import featurise
+from testbed.judges.learned.features import TURN, featurise
 from testbed.judges.learned.model import load_model
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
@@ -53,6 +53,8 @@ class LearnedJudge:
             raise ModelMismatch(model_path, "embedding", f"trained with embedding table {self.trained.embedding}, this installation "
                                 f"has {self.embedder.fingerprint}", "retrain with scripts/train_judge.py")
         self.version = f"{self.trained.version}+{self.trained.digest}"
+        self.features = self.trained.meta.get("features", TURN)
+        """The feature set the model was trained on (`testbed.judges.learned.features`)."""
         self._followup = self.trained.classes.index(FOLLOWUP)
 
     @property
@@ -62,7 +64,7 @@ class LearnedJudge:
 
     def probabilities(self, items: Sequence[JudgeInput]) -> tuple[np.ndarray, list[str]]:
         """Class probabilities (rows in `items` order, columns in the model's class order) and the rules' labels."""
-        features, rules = featurise(items, self.embedder)
+        features, rules = featurise(items, self.embedder, self.features)
         return self.trained.probabilities(features), rules
 
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from testbed.conversation_context import Earlier
 from testbed.judges.local import cues
+from testbed.judges.local.conversation import conversation_features, with_conversation
 from testbed.judges.local.features import Origin, TurnFeatures, context, measure, origin
 from testbed.judges.local.rules import DEFAULT, Thresholds, decide
 from testbed.judges.local.sanitize import neutralise
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from testbed.judges.base import OnVerdict
     from testbed.judges.specs import ResolvedJudge
 
-VERSION = "local-2"
+VERSION = "local-3"
 """Bumped whenever a rule or threshold changes, so stored labels say which rules made them."""
 
 FOLLOWUP = taxonomy().followup_label
@@ -56,12 +58,14 @@ def _strip_scaffolding(text: str, lower: str) -> str:
     return text
 
 
-def classify(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> Verdict:
-    """Label one user turn given the request and the answer as shown.
+def classify(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT,
+             context: Sequence[Earlier] = ()) -> Verdict:
+    """Label one user turn given the request, the answer as shown and the conversation between them.
 
     A pure function of its inputs: equal inputs give equal verdicts, in any order or process.
     """
-    return analyse(question, assistant, user_turn, thresholds)[0]
+    verdict = analyse(question, assistant, user_turn, thresholds)[0]
+    return with_conversation(verdict, conversation_features(user_turn, assistant, context)) if context else verdict
 
 
 def analyse(question: str, assistant: str, user_turn: str, thresholds: Thresholds = DEFAULT) -> tuple[Verdict, TurnFeatures, bool, Origin]:
@@ -110,11 +114,11 @@ class LocalJudge:
 
     def judge(self, item: JudgeInput) -> Verdict:
         """Verdict on one turn."""
-        return classify(item.question, item.assistant, item.user_turn)
+        return classify(item.question, item.assistant, item.user_turn, context=item.context)
 
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
         """Verdicts on many turns, in order; the pair cache makes shared questions cheap."""
-        return [classify(i.question, i.assistant, i.user_turn) for i in items]
+        return [classify(i.question, i.assistant, i.user_turn, context=i.context) for i in items]
 
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
         """Verdicts in order, each counted as one call; computed in-process, without a model."""
