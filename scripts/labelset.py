@@ -1,8 +1,10 @@
 """Build the learned judge's labelled set: export items for annotators, find disagreements, merge.
 
     python scripts/labelset.py export --store S --out DIR [--runs PREFIX,..] [--name items] [--batch 150]
+    python scripts/labelset.py export-gold --episodes judges/faults-gold/episodes.jsonl --out DIR [--batch 130]   # τ² gold episodes' later user turns
     python scripts/labelset.py disagreements --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --out FILE
-    python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl
+    python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl \
+        [--detach SPEC]     # rows over a real-conversation dataset (sharegpt) are written detached, SPEC's items: rebuild them
 
 Items never carry a judge's output. Turns whose request is in the gold dev set are left out.
 """
@@ -13,6 +15,9 @@ import argparse
 import json
 from pathlib import Path
 
+import yaml
+
+from testbed.analysis.judge_quality.detached_text import detach_row, surviving_runs
 from testbed.analysis.judge_quality.labelset import agreement, annotation_items, disagreements, merge, read_labels, write_batches
 from testbed.store import Store
 
@@ -28,6 +33,21 @@ def _write(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
+def _detached(rows: list[dict], selection: dict, dataset: str = "sharegpt") -> list[dict]:
+    """The rows with every row over `dataset` detached from its real opening (`detached_text.detach_row`)."""
+    out = []
+    for row in rows:
+        if row.get("dataset") != dataset:
+            out.append(row)
+            continue
+        kept = detach_row(row, row["question"], dataset=dataset, item_id=row["item_id"])
+        kept["source"]["selection"] = selection
+        if any(surviving_runs(kept[f] or "", row["question"]) for f in ("assistant", "user_turn")):
+            raise SystemExit(f"row {row['id']}: real text survived detaching; not written")
+        out.append(kept)
+    return out
+
+
 def main() -> None:
     """The three steps, as subcommands."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
@@ -39,6 +59,11 @@ def main() -> None:
     e.add_argument("--runs", help="comma-separated run id prefixes, finished or not (default: every finished run)")
     e.add_argument("--name", default="items", help="name of this export (several exports can share a folder)")
     e.add_argument("--gold", type=Path, default=GOLD_DEV, help="questions to leave out (the gold dev set)")
+    g = sub.add_parser("export-gold")
+    g.add_argument("--episodes", type=Path, required=True, help="a fault gold set's episodes.jsonl (no benchmark text inside)")
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--batch", type=int, default=130)
+    g.add_argument("--name", default="tau2")
     for name in ("disagreements", "merge"):
         p = sub.add_parser(name)
         p.add_argument("--items", type=Path, nargs="+", required=True, help="the exports' item files")
@@ -47,6 +72,8 @@ def main() -> None:
         p.add_argument("--out", type=Path, required=True)
         if name == "merge":
             p.add_argument("--third", type=Path, required=True, help="folder of the adjudicator's label files")
+            p.add_argument("--detach", type=Path, help="the spec whose `items:` selection loaded the real conversations: their "
+                                                         "rows are written without the real text, which is rebuilt from the package")
     args = parser.parse_args()
     if args.step == "export":
         gold = {row["question"].strip() for row in _jsonl(args.gold)} if args.gold.exists() else set()
@@ -61,6 +88,14 @@ def main() -> None:
         batches = write_batches(items, args.out / "batches" / args.name, args.batch)
         print(f"{len(items)} items from {len(runs)} runs ({', '.join(runs)}) in {len(batches)} batches under {args.out}")
         return
+    if args.step == "export-gold":
+        from testbed.analysis.tau2.judge_items import gold_turn_items
+
+        items = gold_turn_items(args.episodes)
+        _write(args.out / f"{args.name}.jsonl", items)
+        batches = write_batches(items, args.out / args.name, args.batch, seed=40)
+        print(f"{len(items)} items from {args.episodes} in {len(batches)} batches under {args.out}")
+        return
     items = [row for path in args.items for row in _jsonl(path)]
     a, b = read_labels(sorted(args.a.glob("*.jsonl"))), read_labels(sorted(args.b.glob("*.jsonl")))
     missing = [i["id"] for i in items if i["id"] not in a or i["id"] not in b]
@@ -72,6 +107,8 @@ def main() -> None:
         print(f"{len(disagreements(items, a, b))} items to adjudicate in {args.out}")
         return
     merged = merge(items, a, b, read_labels(sorted(args.third.glob("*.jsonl"))))
+    if args.detach:
+        merged = _detached(merged, yaml.safe_load(args.detach.read_text(encoding="utf-8"))["items"])
     _write(args.out, merged)
     print(f"{len(merged)} labelled items in {args.out}")
 

@@ -1,13 +1,15 @@
 """Train the learned local judge: one seeded, reproducible command.
 
-    .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-3.json
+    .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-4.json
     .venv/bin/python scripts/train_judge.py --kind linear --version linear-x --out /tmp/linear-x.json   # the linear kind, for comparison
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
-weighting) and the follow-up threshold by 5-fold cross-validation grouped by question, refits on every labelled turn, and writes the model (a small JSON file) with its CV
+weighting) and the follow-up threshold by 5-fold cross-validation grouped by conversation, on the conversation
+feature set (`--features turn` gives learned-3's), leaving every held-out row out (`split: heldout`), refits on
+every other labelled turn, and writes the model (a small JSON file) with its CV
 report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it: over all
-turns, and per scenario kind (`learned-3.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
-run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-3.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
+turns, and per scenario kind (`learned-4.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
+run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-4.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
 (probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
@@ -19,6 +21,7 @@ import json
 from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
+from testbed.judges.learned.features import CONVERSATION, FEATURE_SETS
 from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,14 +31,17 @@ TRAINING = ROOT / "judges" / "training"
 def main() -> None:
     """Train, report the CV figures, save."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data", type=Path, nargs="+", default=[TRAINING / "labels.jsonl", TRAINING / "labels-later.jsonl"],
-                        help="labelled JSONL files, pooled in order (grouped by question across files)")
-    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-3.json")
-    parser.add_argument("--version", default="learned-3")
+    parser.add_argument("--data", type=Path, nargs="+", default=[TRAINING / "labels.jsonl", TRAINING / "labels-later.jsonl",
+                                                                TRAINING / "labels-conversation.jsonl"],
+                        help="labelled JSONL files, pooled in order (grouped by conversation across files)")
+    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-4.json")
+    parser.add_argument("--version", default="learned-4")
+    parser.add_argument("--features", choices=FEATURE_SETS, default=CONVERSATION, help="feature set (turn: learned-3's)")
     parser.add_argument("--kind", choices=sorted(GRIDS), default="trees", help="boosted trees (default) or linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    model, report, cv_errors = train_with_error_rates(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed)
+    model, report, cv_errors = train_with_error_rates(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed,
+                                                      features=args.features)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model.save(args.out)
     errors = args.out.with_name(args.out.stem + ".cv-error-rates.json")
@@ -47,7 +53,7 @@ def main() -> None:
     for kind, figures in report["cv_by_kind"].items():
         print(f"CV on {kind} turns: " + json.dumps(figures))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.0f} KiB, version {model.version}+{model.digest}); "
-          f"{report['turns']} turns, {report['questions']} questions; CV error counts in {errors} and per kind beside it (for report --correct-with)")
+          f"{report['turns']} turns, {report['conversations']} conversations; CV error counts in {errors} and per kind beside it (for report --correct-with)")
 
 
 if __name__ == "__main__":

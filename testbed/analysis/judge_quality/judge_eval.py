@@ -17,6 +17,7 @@ from testbed.analysis.judge_quality.agreement import Agreement, cohen_kappa, com
 from testbed.judges.base import make_judge
 from testbed.judges.specs import ResolvedJudge
 from testbed.judges.taxonomy import taxonomy
+from testbed.analysis.judge_quality.labelled_rows import attached, judge_input
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.specs.errors import SpecError, cut
 from testbed.specs.files import MAX_LABEL_BYTES, read_text
@@ -41,9 +42,13 @@ class JudgeEvaluation:
 
 
 def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
-    """Items and reference labels; a bad line is reported with its number and what is missing."""
+    """Items and reference labels; a bad line is reported with its number and what is missing.
+
+    A line may carry the conversation before its turn (`context`: a list of `{"role", "content"}`); it is capped
+    as a judged turn's is. Lines committed with detached text (`source`) are rebuilt from the installed package.
+    """
     t = taxonomy()
-    out = []
+    rows = []
     for number, line in enumerate(read_text(path, what="gold file", max_bytes=MAX_LABEL_BYTES).splitlines(), 1):
         if not line.strip():
             continue
@@ -55,13 +60,20 @@ def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
             raise SpecError(f"{path}:{number}", "(line)", "JSON nested too deeply", "one flat JSON object per line") from None
         if not isinstance(row, dict):
             raise SpecError(f"{path}:{number}", "(line)", "not a JSON object", "one JSON object per line")
+        rows.append((number, row))
+    out = []
+    for number, row in zip([n for n, _ in rows], attached([r for _, r in rows])):
         missing = [k for k in REQUIRED if not isinstance(row.get(k), str)]
         if missing:
             raise SpecError(f"{path}:{number}", missing[0], "missing or not a string", f"give every line {', '.join(REQUIRED)}")
         if row["label"] not in t.definitions:
             raise SpecError(f"{path}:{number}", "label", f"unknown label {cut(row['label'])}",
                             f"use one of {', '.join(t.labels)}")
-        out.append((JudgeInput(str(row.get("id", number)), row["question"], row["assistant"], row["user_turn"]), row["label"]))
+        context = row.get("context") or []
+        if not isinstance(context, list) or not all(isinstance(c, dict) and isinstance(c.get("content", ""), str) for c in context):
+            raise SpecError(f"{path}:{number}", "context", "not a list of {role, content} objects",
+                            "give the conversation before the turn as [{\"role\": ..., \"content\": ...}, ...], or leave it out")
+        out.append((judge_input({**row, "id": str(row.get("id", number))}), row["label"]))
     if not out:
         raise SpecError(str(path), "(file)", "no items", "give at least one labelled line")
     return out

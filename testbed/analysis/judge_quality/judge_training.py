@@ -1,8 +1,9 @@
-"""Training the learned judge: grouped cross-validation by question, a seeded fit, the model file.
+"""Training the learned judge: grouped cross-validation by conversation, a seeded fit, the model file.
 
 Two model kinds: boosted trees (the default) and a linear model. Their settings and the follow-up threshold are
-chosen on out-of-fold predictions of a GroupKFold by question, so no question's turns are both
-trained on and scored. Nothing here reads the gold dev set: that is scored once, afterwards, by
+chosen on out-of-fold predictions of a GroupKFold by conversation (by question for the older files, whose rows
+name no conversation), so no conversation's turns are both trained on and scored. Rows of the held-out split are
+never read here. Nothing here reads the gold dev set: that is scored once, afterwards, by
 `testbed eval-judge`. scikit-learn is needed to train only; judging uses the saved weights.
 """
 
@@ -21,11 +22,11 @@ from testbed.analysis.judge_quality.correction import JudgeErrorRates
 from testbed.judges.learned.decision import decide_label
 from testbed.judges.learned.doubt import margin
 from testbed.judges.learned.embedding import StaticEmbedder
-from testbed.judges.learned.features import featurise
+from testbed.analysis.judge_quality.labelled_rows import HELD_OUT, group_of, judge_input, read_rows
+from testbed.judges.learned.features import TURN, featurise
 from testbed.judges.learned.model import LinearModel
 from testbed.judges.learned.trees import BoostedTrees
 from testbed.judges.taxonomy import taxonomy
-from testbed.judges.verdict import JudgeInput
 
 LINEAR_GRID = tuple({"C": c, "class_weight": w} for c in (0.01, 0.03, 0.1, 0.3, 1.0) for w in (None, "balanced"))
 TREE_GRID = tuple({"learning_rate": lr, "max_iter": n, "max_leaf_nodes": leaves, "l2_regularization": 1.0}
@@ -49,12 +50,13 @@ def _paths(data: Path | Sequence[Path]) -> list[Path]:
     return [data] if isinstance(data, Path) else list(data)
 
 
-def load_labelled(data: Path | Sequence[Path], embedder: StaticEmbedder) -> Labelled:
-    """Features and labels of labelled JSONL files, read in order (the labelset's `label`, `question`, `assistant`, `user_turn`)."""
-    rows = [json.loads(line) for path in _paths(data) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    items = [JudgeInput(r["id"], r["question"], r["assistant"], r["user_turn"]) for r in rows]
-    x, _ = featurise(items, embedder)
-    return Labelled(x, [r["label"] for r in rows], [r["question"] for r in rows], rows)
+def load_labelled(data: Path | Sequence[Path], embedder: StaticEmbedder, features: str = TURN, *, held_out: bool = False) -> Labelled:
+    """Features and labels of labelled JSONL files, read in order (`labelled_rows`: detached text rebuilt, the
+    conversation capped as when judging). Rows whose `split` is held out are left out, or, with `held_out`, are
+    the only ones kept: the held-out part is scored once, at the end, and never chosen on."""
+    rows = [r for r in read_rows(_paths(data)) if (r.get("split") == HELD_OUT) == held_out]
+    x, _ = featurise([judge_input(r) for r in rows], embedder, features)
+    return Labelled(x, [r["label"] for r in rows], [group_of(r) for r in rows], rows)
 
 
 def _fit(kind: str, x: np.ndarray, y: list[str], params: dict, seed: int):
@@ -80,7 +82,7 @@ def _full_proba(model, x: np.ndarray, classes: list[str]) -> np.ndarray:
 
 
 def out_of_fold(data: Labelled, kind: str, params: dict, seed: int) -> np.ndarray:
-    """Out-of-fold class probabilities (taxonomy order) of a GroupKFold by question."""
+    """Out-of-fold class probabilities (taxonomy order) of a GroupKFold by conversation (`labelled_rows.group_of`)."""
     from sklearn.model_selection import GroupKFold
 
     classes = list(taxonomy().labels)
@@ -159,9 +161,9 @@ def calibration_error(p_followup: np.ndarray, truth: list[bool], bins: int = 10)
 
 
 def train(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
-          log=print) -> tuple[LinearModel | BoostedTrees, dict]:
+          features: str = TURN, log=print) -> tuple[LinearModel | BoostedTrees, dict]:
     """Choose settings and threshold by grouped CV, refit on everything, and return the model and the CV report."""
-    model, report, _ = train_with_error_rates(path, version, embedder, kind=kind, seed=seed, log=log)
+    model, report, _ = train_with_error_rates(path, version, embedder, kind=kind, seed=seed, features=features, log=log)
     return model, report
 
 
@@ -187,14 +189,14 @@ def cv_error_rates(data: Labelled, predicted: list[str], margins: list[float], s
 
 
 def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: StaticEmbedder, *, kind: str = "trees", seed: int = 0,
-                           log=print) -> tuple[LinearModel | BoostedTrees, dict, dict[str, JudgeErrorRates]]:
+                           features: str = TURN, log=print) -> tuple[LinearModel | BoostedTrees, dict, dict[str, JudgeErrorRates]]:
     """`train`, and the cross-validated follow-up error counts with each turn's out-of-fold margin (the file
     `report --correct-with` reads, whose margins `JudgeErrorRates.within` bands): over every turn (key `ALL_KINDS`)
     and per scenario kind, since a judge's errors on dialogue turns are not its errors on probe turns. The
     model's report keeps the counts only."""
     if kind not in GRIDS:
         raise ValueError(f"unknown model kind {kind!r}; use one of {', '.join(GRIDS)}")
-    data = load_labelled(path, embedder)
+    data = load_labelled(path, embedder, features)
     trials, oof = [], {}
     for k, params in enumerate(GRIDS[kind]):
         oof[k] = out_of_fold(data, kind, params, seed)
@@ -215,8 +217,8 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
     names = "+".join(p.name for p in paths)
     by_kind = cv_error_rates(data, predicted, margins, f"cv:{names}")
     errors = by_kind[ALL_KINDS]
-    report = {"data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
-              "questions": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
+    report = {"features": features, "data": names, "data_sha256": hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16], "turns": len(data.labels),
+              "conversations": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
               "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted, margins),
               "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"}, "cv_calibration_error": round(ece, 4)}
     fitted = _fit(kind, data.x, data.labels, best["params"], seed)

@@ -63,7 +63,7 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
         for t in turns.itertuples():
             if t.question.strip() in exclude_questions:
                 continue
-            conditions = {"source_model": t.user_model, "dataset": t.dataset, "kind": kind, "mode": t.user_mode,
+            conditions = {"source_model": t.user_model, "dataset": t.dataset, "item_id": t.item_id, "kind": kind, "mode": t.user_mode,
                           "temperature": float(t.temperature), "perturbation": t.perturbation}
             key = (t.episode_id, int(t.turn_index))
             items.append(item_of(stored[key], item_id=stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
