@@ -5,7 +5,8 @@ contexts, each with one real turn and four simulated ones across two conditions,
 250 words, 1,000 bootstrap resamples, and the static MiniLM embedder when its package is
 installed (the cosine stage is skipped with a note otherwise). The process pins itself to one core
 with one BLAS thread; from a shell the same is `taskset -c 0 .venv/bin/python benchmarks/realism_speed.py`.
-Prints seconds per stage (features, embedding, discriminator, bootstrap) and the whole
+Prints seconds per stage (features, embedding, discriminator without and with its refitted
+permutations, bootstrap) and the whole
 `realism_table` call, as a small table.
 
     .venv/bin/python benchmarks/realism_speed.py
@@ -26,7 +27,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from testbed.analysis.realism.table import prepare_turns, realism_table, unit_embeddings  # noqa: E402
-from testbed.analysis.realism.discriminator import bootstrap_auc, discriminate  # noqa: E402
+from testbed.analysis.realism.discriminator import PERMUTATIONS, discriminate  # noqa: E402
 from testbed.analysis.realism.features import feature_matrix  # noqa: E402
 from testbed.analysis.realism.measures import bootstrap_jsd, bootstrap_median, context_resample_weights  # noqa: E402
 from testbed.judges.taxonomy import LABELS  # noqa: E402
@@ -102,14 +103,14 @@ def main() -> None:
     simulated = (one["source"] != "real").to_numpy(dtype=np.int64)
     features = prepared.features[one.index.to_numpy()]
     weights = context_resample_weights(args.contexts, args.resamples, np.random.default_rng(0))
-    no_resamples = weights[:0]
-    _, stages["discriminator (1 condition)"] = timed(
-        lambda: discriminate(features, simulated, row_context, no_resamples, folds=5, seed=0))
-    scores = np.random.default_rng(1).random(len(simulated))
+    _, stages["discriminator, no permutation (1 condition)"] = timed(
+        lambda: discriminate(features, simulated, row_context, folds=5, seed=0, permutations=0))
+    _, stages[f"discriminator, {PERMUTATIONS} permutations (1 condition)"] = timed(
+        lambda: discriminate(features, simulated, row_context, folds=5, seed=0))
     counts = np.ones((args.contexts, len(LABELS)))
     _, stages["bootstrap (1 condition)"] = timed(lambda: (
         context_resample_weights(args.contexts, args.resamples, np.random.default_rng(0)),
-        bootstrap_auc(scores, simulated, row_context, weights), bootstrap_jsd(counts, counts, weights),
+        bootstrap_jsd(counts, counts, weights),
         bootstrap_median(np.random.default_rng(2).random(args.contexts), weights)))
     _, stages["realism_table (all, 2 conditions)"] = timed(
         lambda: realism_table(frame, resamples=args.resamples, embedder=embedder))

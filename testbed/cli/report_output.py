@@ -71,11 +71,11 @@ def print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_wi
                 console.print(table)
             if who is not None:
                 _print_judge_figures(db, meta["run_id"], who)
-            print_beside(db, meta["run_id"], who)
+            print_beside(db, meta["run_id"], who, rates)
             for reason, n in db.error_reasons(meta["run_id"]):
                 note((f"{n} episode(s) failed:", "red"), " ", reason)
         else:
-            print_formatted(db, meta["run_id"], who, frame, fmt)
+            print_formatted(db, meta["run_id"], who, frame, fmt, rates)
 
 
 def _labels_note(who, counts: dict[str, int], reasons: list[tuple[str, int]]) -> str:
@@ -108,11 +108,12 @@ def note(*parts: str | tuple[str, str], indent: int = 0) -> None:
     console.print(Padding(Text.assemble(*shown), (0, 0, 0, indent), expand=False))
 
 
-def print_realism(db, run_id: str, who, fmt: str) -> None:
-    """The realism table, when the run holds human-reference episodes (a run over real conversations)."""
+def print_realism(db, run_id: str, who, fmt: str, rates=None) -> None:
+    """The realism table, when the run holds human-reference episodes (a run over real conversations), its follow-up
+    rates corrected with `rates` (the judge's error counts) when given."""
     from testbed.analysis.realism.render import as_markdown, as_rich
 
-    realism = _realism(db, run_id, who)
+    realism = _realism(db, run_id, who, rates)
     if realism.empty:
         return
     if fmt == "markdown":
@@ -121,13 +122,13 @@ def print_realism(db, run_id: str, who, fmt: str) -> None:
         console.print(as_rich(realism))
 
 
-def _realism(db, run_id: str, who):
+def _realism(db, run_id: str, who, rates=None):
     from testbed.analysis.realism.runs import run_realism
 
-    return run_realism(db, run_id, who, closeness=True)
+    return run_realism(db, run_id, who, closeness=True, correction=rates)
 
 
-def print_formatted(db, run_id: str, who, frame, fmt: str) -> None:
+def print_formatted(db, run_id: str, who, frame, fmt: str, rates=None) -> None:
     """The report in Markdown, CSV or JSON with every table the terminal shows beside it: Markdown adds them as tables
     under the report's (perturbations, realism, replicas) and lists the reasons episodes failed; CSV and JSON join the
     perturbation and realism tables and each condition's error reasons onto the report's rows
@@ -139,14 +140,14 @@ def print_formatted(db, run_id: str, who, frame, fmt: str) -> None:
 
     effects = perturbation_effects(db, run_id, who)
     if fmt != "markdown":
-        joined = with_perturbations(with_realism(frame, _realism(db, run_id, who)), effects)
+        joined = with_perturbations(with_realism(frame, _realism(db, run_id, who, rates)), effects)
         sys.stdout.write(render(with_error_reasons(joined, episodes_df(db, run_id, exact=True)), fmt) + "\n")
         return
     sys.stdout.write(render(frame, fmt) + "\n")
     perturbations = perturbation_table(effects)
     if perturbations is not None:
         sys.stdout.write("\n" + perturbations.as_markdown() + "\n")
-    print_realism(db, run_id, who, fmt)
+    print_realism(db, run_id, who, fmt, rates)
     replicas = replica_table(db, run_id)
     if replicas is not None:
         sys.stdout.write("\n" + replicas.as_markdown() + "\n")
@@ -184,14 +185,15 @@ def perturbation_table(effects) -> FittedTable | None:
     return table
 
 
-def print_beside(db, run_id: str, who) -> None:
-    """The tables under the report, each when the run has one: perturbations, realism, replicas."""
+def print_beside(db, run_id: str, who, rates=None) -> None:
+    """The tables under the report, each when the run has one: perturbations, realism (its follow-up rates corrected
+    with `rates` when given), replicas."""
     from testbed.analysis.perturbation import perturbation_effects
 
     perturbations = perturbation_table(perturbation_effects(db, run_id, who))
     if perturbations is not None:
         console.print(perturbations)
-    print_realism(db, run_id, who, "table")
+    print_realism(db, run_id, who, "table", rates)
     replicas = replica_table(db, run_id)
     if replicas is not None:
         console.print(replicas)

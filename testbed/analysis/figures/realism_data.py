@@ -23,10 +23,11 @@ REAL_USERS = "real users"
 NO_REFERENCE = ("the run holds no human-reference episode beside a simulated one: run a scenario over real "
                 "conversations (dataset: sharegpt), which stores the real next turn of each context")
 RESAMPLES = 1000
-"""Bootstrap resamples of contexts behind every interval of the `realism` figure."""
+"""Bootstrap resamples of contexts behind the JSD intervals of the `realism` figure (the AUC's come from permutations)."""
 CONDITIONS_COLUMNS = ["condition", "user_model", "user_mode", "temperature", "contexts", "simulated", "real",
-                      "auc", "auc_lo", "auc_hi", "jsd", "jsd_lo", "jsd_hi", "weak_reference"]
-"""`realism_conditions`' frame: one row per simulated condition, its AUC and JSD with their 95 % intervals."""
+                      "auc", "auc_lo", "auc_hi", "auc_p", "jsd", "jsd_lo", "jsd_hi", "weak_reference"]
+"""`realism_conditions`' frame: one row per simulated condition, its AUC (with its permutation p-value) and JSD with
+their 95 % intervals."""
 LABELS_COLUMNS = ["condition", "user_model", "user_mode", "temperature", "labelled",
                   *[f"share_{label}" for label in LABELS]]
 """`realism_labels`' frame: the real users' row first, then one row per simulated condition."""
@@ -40,7 +41,8 @@ def condition_name(user_model: str, user_mode: str, temperature: float) -> str:
 def realism_conditions(inputs: FigureInputs) -> tuple[pd.DataFrame, str | None]:
     """Per simulated condition of a run over real contexts, the discriminator's out-of-fold AUC (0.5: it cannot tell
     the condition's turns from the real users') and the Jensen–Shannon divergence of its label mix from the real users'
-    (0: the same mix), each with its 95 % bootstrap interval over contexts (`realism.realism_table`, seed 0).
+    (0: the same mix), each with its 95 % interval (the AUC's from within-context permutations, with its p-value;
+    the JSD's a bootstrap over contexts; `realism.realism_table`, seed 0).
     `weak_reference` is true on every row when the real turns answered another message than the simulated users saw."""
     realism = run_realism(inputs.store, inputs.run_id, inputs.judge, resamples=RESAMPLES)
     if realism.empty:

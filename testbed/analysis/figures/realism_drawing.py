@@ -47,7 +47,7 @@ def draw_realism(data, path: Path) -> None:
     left.text(0.505, 1.0, "0.5: indistinguishable from real users", transform=left.get_xaxis_transform(),
               fontsize=7, color="#555555", va="bottom")
     left.set_xlim(*AUC_AXIS)
-    left.set_xlabel("discriminator AUC, simulated vs real (95% bootstrap)")
+    left.set_xlabel("discriminator AUC, simulated vs real (95% permutation interval)")
     right.errorbar(frame.jsd, y, xerr=_bars(frame, "jsd", "jsd_lo", "jsd_hi"), fmt="s", color="#b2182b", capsize=3)
     right.axvline(0.0, color="#555555", linestyle="--", linewidth=1)
     top = np.nanmax(np.r_[frame.jsd_hi.to_numpy(float), frame.jsd.to_numpy(float), 0.05])

@@ -18,8 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from testbed.analysis.realism.discriminator import discriminate
+from testbed.analysis.realism.discriminator import PERMUTATIONS, discriminate
 from testbed.analysis.realism.features import SURFACE_FEATURES, feature_matrix, word_counts
+from testbed.analysis.realism.followup_correction import (
+    CORRECTED_WITH,
+    FollowupCorrection,
+    corrected_columns,
+    corrected_followup,
+)
 from testbed.analysis.realism.measures import (
     bootstrap_jsd,
     bootstrap_median,
@@ -32,7 +38,9 @@ from testbed.judges.taxonomy import LABELS
 realism_frame_columns: tuple[str, ...] = (
     "context_id", "source", "user_model", "user_mode", "temperature", "text", "answer", "question", "label", "followup",
 )
-"""The columns a turns frame must have (one row per user turn, real or simulated); extra columns are ignored."""
+"""The columns a turns frame must have (one row per user turn, real or simulated); extra columns are ignored, but for
+`reviewed` (optional, True where a reviewer rather than the fast judge decided the turn's label), which the follow-up
+correction reads."""
 CONDITION_COLUMNS: tuple[str, ...] = ("user_model", "user_mode", "temperature")
 """What names a simulated condition: one row of the realism table each."""
 REAL_SOURCE = "real"
@@ -41,13 +49,13 @@ REALISM_COLUMNS: list[str] = [
     *CONDITION_COLUMNS, "contexts", "simulated", "real",
     "jsd", "jsd_lo", "jsd_hi",
     "followup_sim", "followup_sim_lo", "followup_sim_hi", "followup_real", "followup_real_lo", "followup_real_hi",
-    "auc", "auc_lo", "auc_hi", "giveaways",
+    "auc", "auc_lo", "auc_hi", "auc_p", "giveaways",
     "cosine", "cosine_lo", "cosine_hi",
     "length_ratio", "length_ratio_lo", "length_ratio_hi",
     "words_sim", "words_real", "question_sim", "question_real", "thanks_sim", "thanks_real",
     "code_sim", "code_real", "non_english_sim", "non_english_real",
 ]
-"""The realism table's columns, in order."""
+"""The realism table's columns, in order; `with_correction_columns` adds the corrected follow-up rates."""
 BASELINE_INTERVAL_LABELS: tuple[str, ...] = ("genuine_followup", "restate_question", "new_question", "short_filler")
 """The labels whose human share `human_baseline` reports with a Wilson interval."""
 HUMAN_BASELINE_COLUMNS: list[str] = [
@@ -57,7 +65,20 @@ HUMAN_BASELINE_COLUMNS: list[str] = [
                 else (f"share_{label}",))],
     "thanks", "question", "words",
 ]
-"""The human baseline's columns, in order."""
+"""The human baseline's columns, in order; `with_correction_columns` adds the corrected follow-up rate."""
+
+
+def with_correction_columns(columns: list[str]) -> list[str]:
+    """`columns` with each follow-up rate's corrected rate and interval after its own interval, and `corrected_with`
+    last: the realism table's and the human baseline's columns when the judge's error rates are known."""
+    out = []
+    for column in columns:
+        out.append(column)
+        if column in ("followup_sim_hi", "followup_real_hi"):
+            out += corrected_columns(column.split("_")[1])
+        elif column == "followup_hi":
+            out += ["followup_corrected", "followup_corrected_lo", "followup_corrected_hi"]
+    return [*out, CORRECTED_WITH]
 
 
 @dataclass(frozen=True)
@@ -80,6 +101,8 @@ class PreparedTurns:
     """True where the follow-up decision is known."""
     followup: np.ndarray
     """The follow-up decision (False where unjudged)."""
+    reviewed: np.ndarray
+    """True where a reviewer decided the turn's label (the frame's optional `reviewed` column), False elsewhere."""
     embeddings: np.ndarray | None
     """Unit-length embedding per turn, or None without an embedder."""
 
@@ -126,6 +149,8 @@ def prepare_turns(turns: pd.DataFrame, embedder=None) -> PreparedTurns:
         label_codes=np.asarray(label_codes, dtype=np.int64),
         followup_judged=judged,
         followup=followup.where(judged, False).astype(bool).to_numpy(),
+        reviewed=(frame["reviewed"].fillna(False).astype(bool).to_numpy() if "reviewed" in frame
+                  else np.zeros(len(frame), dtype=bool)),
         embeddings=None if embedder is None else unit_embeddings(frame["text"], embedder),
     )
 
@@ -152,6 +177,12 @@ def _followup_rate(prepared: PreparedTurns, rows: np.ndarray) -> tuple[float, fl
     yes = int(prepared.followup[judged].sum())
     lo, hi = wilson_interval(yes, n)
     return (yes / n if n else math.nan, lo, hi)
+
+
+def _corrected_followup(prepared: PreparedTurns, rows: np.ndarray,
+                        correction: FollowupCorrection) -> tuple[float, float, float]:
+    judged = rows[prepared.followup_judged[rows]]
+    return corrected_followup(prepared.followup[judged], prepared.reviewed[judged], correction)
 
 
 @dataclass(frozen=True)
@@ -208,10 +239,12 @@ def _length_ratio(prepared: PreparedTurns, on: SharedContexts, weights: np.ndarr
 
 
 def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: int, folds: int,
-                  resamples: int, stream: int = 0) -> dict[str, object]:
+                  resamples: int, permutations: int = PERMUTATIONS, stream: int = 0,
+                  correction: FollowupCorrection | None = None) -> dict[str, object]:
     """The realism measures of one condition's simulated rows against the references on the contexts both have.
 
-    `stream` separates the bootstrap draws of conditions sharing one `seed`.
+    `stream` separates the bootstrap draws of conditions sharing one `seed`; `correction` adds the
+    corrected follow-up rates.
     """
     on = shared_contexts(prepared, simulated_rows)
     sim, real, sim_context, real_context, n = on.simulated, on.real, on.simulated_context, on.real_context, on.contexts
@@ -221,8 +254,8 @@ def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: 
                         _label_counts(prepared.label_codes[real], real_context, n), weights)
     rows = np.concatenate([sim, real])
     is_sim = np.r_[np.ones(len(sim), dtype=np.int64), np.zeros(len(real), dtype=np.int64)]
-    verdict = discriminate(prepared.features[rows], is_sim, np.r_[sim_context, real_context], weights,
-                           folds=folds, seed=seed)
+    verdict = discriminate(prepared.features[rows], is_sim, np.r_[sim_context, real_context],
+                           folds=folds, seed=seed, permutations=permutations)
 
     cosine = _cosine(prepared, on, weights)
     length_ratio = _length_ratio(prepared, on, weights)
@@ -231,7 +264,12 @@ def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: 
     row.update(zip(("jsd", "jsd_lo", "jsd_hi"), jsd, strict=True))
     row.update(zip(("followup_sim", "followup_sim_lo", "followup_sim_hi"), _followup_rate(prepared, sim), strict=True))
     row.update(zip(("followup_real", "followup_real_lo", "followup_real_hi"), _followup_rate(prepared, real), strict=True))
-    row.update(auc=verdict.auc, auc_lo=verdict.auc_lo, auc_hi=verdict.auc_hi, giveaways=verdict.giveaways)
+    if correction is not None:
+        row.update(zip(corrected_columns("sim"), _corrected_followup(prepared, sim, correction), strict=True))
+        row.update(zip(corrected_columns("real"), _corrected_followup(prepared, real, correction), strict=True))
+        row[CORRECTED_WITH] = correction.described
+    row.update(auc=verdict.auc, auc_lo=verdict.auc_lo, auc_hi=verdict.auc_hi, auc_p=verdict.auc_p,
+               giveaways=verdict.giveaways)
     row.update(zip(("cosine", "cosine_lo", "cosine_hi"), cosine, strict=True))
     row.update(zip(("length_ratio", "length_ratio_lo", "length_ratio_hi"), length_ratio, strict=True))
     row.update(words_sim=float(np.median(prepared.words[sim])) if len(sim) else math.nan,
@@ -244,58 +282,72 @@ def condition_row(prepared: PreparedTurns, simulated_rows: np.ndarray, *, seed: 
 
 
 def realism_table(turns: pd.DataFrame, *, seed: int = 0, folds: int = 5, resamples: int = 1000,
-                  embedder=None) -> pd.DataFrame:
+                  permutations: int = PERMUTATIONS, embedder=None,
+                  correction: FollowupCorrection | None = None) -> pd.DataFrame:
     """One row per simulated condition (sorted), comparing its turns with the real ones on the contexts both have.
 
-    Columns are `REALISM_COLUMNS`. Intervals are 95 %: follow-up rates by Wilson, everything else
-    by `resamples` bootstrap resamples of contexts (seeded by `seed`). `jsd` is the plug-in
+    Columns are `REALISM_COLUMNS` (`with_correction_columns` of them with a `correction`). Intervals
+    are 95 %: follow-up rates by Wilson, the AUC's by permutation, everything else by `resamples`
+    bootstrap resamples of contexts (seeded by `seed`). `jsd` is the plug-in
     Jensen–Shannon divergence (bits) of the label mixes; it is biased upward at small n, two
     samples of one distribution giving about `realism_measures.plug_in_jsd_bias` (≈0.006 for 300
     vs 600 turns over 8 labels), so read a small JSD against that, not against 0; near zero its
     bootstrap interval lies mostly above the point for the same reason. `auc` is the
     discriminator's out-of-fold ROC AUC with contexts grouped into `folds` folds (NaN with fewer
-    contexts than folds). Its interval resamples contexts of fixed out-of-fold scores, so it omits
-    the noise of refitting: on 300 synthetic contexts with simulated turns drawn from the real
-    turns' own distribution the AUC ranged over about 0.42–0.56 across data seeds, a little below
-    0.5 on average (the known negative bias of cross-validation at no signal), so read an AUC
-    under 0.6 at that size as indistinguishable. `giveaways` are its three strongest standardised
+    contexts than folds); `auc_p` is its one-sided p-value against `permutations` relabellings
+    within each context, each refitting the cross-validation, and `auc_lo`–`auc_hi` the interval
+    that holds 0.5 exactly when that two-sided test keeps the null (`realism_discriminator`; on
+    human-against-human splits it holds 0.5 at the nominal 95 %, `benchmarks/realism_null.py`). A
+    cross-validated AUC sits a little under 0.5 at no signal, so read the AUC with its p-value,
+    not against 0.5 alone. `giveaways` are its three strongest standardised
     coefficients. `cosine` needs an `embedder` with `.encode(list[str]) -> array` (NaN without
     one); it rewards topical likeness to the reference (on the synthetic tests a simulator that
     repeats the question scored 0.37 against 0.34 for one replaying human turns), so read it
-    beside the AUC, never alone. Label measures are NaN when a side has no labels. A condition with no context shared with the real turns keeps its
+    beside the AUC, never alone. Label measures are NaN when a side has no labels. With the
+    judge's measured error rates (`correction`), each side's follow-up rate is also given
+    corrected for them (`followup_sim_corrected`, `followup_real_corrected`, with intervals, and
+    `corrected_with`), as the run report corrects its own. A condition with no context shared with the real turns keeps its
     row, with `contexts` 0 and NaN measures. The result does not depend on the order of the rows;
     repeated real rows of a context count once.
     """
     _check_columns(turns)
+    columns = REALISM_COLUMNS if correction is None else with_correction_columns(REALISM_COLUMNS)
     if turns.empty:
-        return pd.DataFrame(columns=REALISM_COLUMNS)
+        return pd.DataFrame(columns=columns)
     prepared = prepare_turns(turns, embedder)
     frame = prepared.frame
     simulated = frame.loc[frame["source"].astype(str) != REAL_SOURCE]
     rows = []
     for stream, (condition, group) in enumerate(simulated.groupby(list(CONDITION_COLUMNS), sort=True, dropna=False)):
         measures = condition_row(prepared, group.index.to_numpy(), seed=seed, folds=folds, resamples=resamples,
-                                 stream=stream)
+                                 permutations=permutations, stream=stream, correction=correction)
         rows.append({**dict(zip(CONDITION_COLUMNS, condition, strict=True)), **measures})
-    return pd.DataFrame(rows, columns=REALISM_COLUMNS)
+    return pd.DataFrame(rows, columns=columns)
 
 
-def human_baseline(turns: pd.DataFrame) -> pd.DataFrame:
+def human_baseline(turns: pd.DataFrame, correction: FollowupCorrection | None = None) -> pd.DataFrame:
     """The real users' row: how often they follow up, restate, ask something new, say thanks.
 
     All real rows, each context once. Follow-up and label shares are over judged turns (Wilson
     intervals for `BASELINE_INTERVAL_LABELS`); `thanks` and `question` are shares of all the real
-    turns, `words` their median length. Columns are `HUMAN_BASELINE_COLUMNS`.
+    turns, `words` their median length. Columns are `HUMAN_BASELINE_COLUMNS`; with a `correction`,
+    `with_correction_columns` of them (the follow-up rate corrected for the judge's errors).
     """
     _check_columns(turns)
     real = turns.loc[turns["source"].astype(str) == REAL_SOURCE]
     prepared = prepare_turns(real) if len(real) else None
-    row: dict[str, object] = {c: math.nan for c in HUMAN_BASELINE_COLUMNS}
+    columns = HUMAN_BASELINE_COLUMNS if correction is None else with_correction_columns(HUMAN_BASELINE_COLUMNS)
+    row: dict[str, object] = {c: math.nan for c in columns}
     row["turns"] = 0
+    if correction is not None:
+        row[CORRECTED_WITH] = correction.described
     if prepared is not None:
         everything = np.arange(len(prepared.frame))
         row["turns"] = len(everything)
         row["followup"], row["followup_lo"], row["followup_hi"] = _followup_rate(prepared, everything)
+        if correction is not None:
+            corrected = _corrected_followup(prepared, everything, correction)
+            row["followup_corrected"], row["followup_corrected_lo"], row["followup_corrected_hi"] = corrected
         codes = prepared.label_codes
         judged = int((codes >= 0).sum())
         for index, label in enumerate(LABELS):
@@ -306,4 +358,4 @@ def human_baseline(turns: pd.DataFrame) -> pd.DataFrame:
         row["thanks"] = _feature_share(prepared, everything, "thanks")
         row["question"] = _feature_share(prepared, everything, "question_marks")
         row["words"] = float(np.median(prepared.words))
-    return pd.DataFrame([row], columns=HUMAN_BASELINE_COLUMNS)
+    return pd.DataFrame([row], columns=columns)

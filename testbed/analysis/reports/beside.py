@@ -48,6 +48,9 @@ def _baseline_columns(row: pd.Series) -> dict[str, object]:
     """The real users' row of the realism table, under the realism table's column names."""
     shown = {"contexts": int(row.turns), "auc": 0.5, "jsd": 0.0, "followup_real": row.followup, "followup_real_lo": row.followup_lo,
              "followup_real_hi": row.followup_hi, "words_real": row.words, "question_real": row.question, "thanks_real": row.thanks}
+    if "followup_corrected" in row.index:
+        shown.update(followup_real_corrected=row.followup_corrected, followup_real_corrected_lo=row.followup_corrected_lo,
+                     followup_real_corrected_hi=row.followup_corrected_hi, corrected_with=row.corrected_with)
     shown.update({c: row[c] for c in row.index if c.startswith("share_")})
     return {REALISM_PREFIX + c: v for c, v in shown.items()}
 
