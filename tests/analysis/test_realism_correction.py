@@ -15,7 +15,7 @@ from synthetic_chats import chats_file, conversation  # noqa: F401
 from testbed.analysis.judge_quality.correction import JudgeErrorRates, corrected_rate, reviewed_rate
 from testbed.analysis.realism.followup_correction import FollowupCorrection
 from testbed.analysis.realism.render import CORRECTED_HEADER, as_markdown, header, realism_rows
-from testbed.analysis.realism.runs import RunRealism, run_realism
+from testbed.analysis.realism.runs import RunRealism, decided_by_review, run_realism
 from testbed.analysis.realism.table import (
     HUMAN_BASELINE_COLUMNS,
     REALISM_COLUMNS,
@@ -134,3 +134,12 @@ def test_report_correct_with_threads_the_error_rates_into_the_realism_table(tmp_
                                         "--correct-with", str(rates), "-f", "markdown"], env={"COLUMNS": "200"})
     assert markdown.exit_code == 0, markdown.output
     assert "follow-up sim corrected" in markdown.output.split("### realism")[1]
+
+
+def test_a_turn_is_marked_reviewed_only_where_the_review_stage_decided_it():
+    frame = pd.DataFrame({"episode_id": ["a", "b", "c", "d"], "turn_index": [1, 1, 1, 1]}, index=[10, 11, 12, 13])
+    labels = pd.DataFrame({"episode_id": ["a", "b", "c"], "turn_index": [1, 1, 1],
+                           "raw": ['{"stage": "review"}', '{"stage": "fast"}', '{"stage": "pending"}']})
+    assert decided_by_review(frame, labels).tolist() == [True, False, False, False]
+    assert list(decided_by_review(frame, labels).index) == [10, 11, 12, 13]
+    assert not decided_by_review(frame, labels.iloc[:0]).any()

@@ -69,13 +69,13 @@ def realism_turns(store: Store, run_id: str, judge: JudgeIdentity | str | None =
         "text": frame.user_turn.fillna(""), "answer": frame.answer.fillna(""), "question": frame.question.fillna(""),
         "label": frame.judge_label.where(scored) if labelled else None,
         "followup": frame.judge_followup.where(scored) if labelled else None,
-        "reviewed": _reviewed(frame, frames.labels) if labelled else False,
+        "reviewed": decided_by_review(frame, frames.labels) if labelled else False,
     })
     out.loc[out.source != REAL_SOURCE, "source"] = "simulated"
     return out.reset_index(drop=True)
 
 
-def _reviewed(frame: pd.DataFrame, labels: pd.DataFrame) -> pd.Series:
+def decided_by_review(frame: pd.DataFrame, labels: pd.DataFrame) -> pd.Series:
     """True for each turn of `frame` whose reviewed verdict a reviewer decided (the `review` stage), else False."""
     from testbed.judges.review import REVIEW, stage_of
 
