@@ -60,7 +60,7 @@ def trained(request, tmp_path_factory):
 
 def test_training_reports_grouped_cv_and_saves_a_small_versioned_model(trained):
     path, report = trained
-    assert report["folds"] == 5 and report["turns"] == 160 and report["questions"] == 160
+    assert report["folds"] == 5 and report["turns"] == 160 and report["conversations"] == 160
     assert len(report["trials"]) == 2 and report["chosen"]["kappa"] > 0.9, "the synthetic labels are separable"
     assert path.stat().st_size < 200_000
     loaded = load_model(path)
