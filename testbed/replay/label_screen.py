@@ -1,7 +1,8 @@
 """Labelling mode: one user turn at a time, blind to the judges, keys 1–8 for the eight labels.
 
 The turn is shown as the user-turn generator saw its context: the request (the episode's first
-user message), the latest answer before the turn, and the turn itself. The judges' labels of a
+user message), the conversation since then (`TurnRecord.context`: what the judges read, tool traffic
+only marked), the latest answer before the turn, and the turn itself. The judges' labels of a
 turn appear only after the person has labelled it, in the line about the turn just labelled.
 Every label is committed when its key is pressed (`testbed.replay.labelling`). The turns, ids and
 notes are `neutralised` before they are shown.
@@ -26,8 +27,21 @@ from testbed.replay.labelling import LabellingSession
 from testbed.replay.render import APP_HINT, label_line, role_badge
 from testbed.store import JudgeIdentity, TurnRecord
 from testbed.terminal_text import neutralised
+from testbed.transcript import ASSISTANT, USER
 
 LABEL_KEYS = tuple(str(k) for k in range(1, 9))
+
+
+def earlier_panels(turn: TurnRecord, head: int) -> list:
+    """The conversation between the request and the answer, one dim panel per message (a tool note as a dim line)."""
+    out: list = []
+    for entry in turn.context:
+        if entry.role not in (USER, ASSISTANT):
+            out.append(Text(neutralised(entry.text), style="dim italic"))
+            continue
+        out.append(Panel(Group(*text_blocks(entry.text, APP_HINT, head=head)), title=role_badge(entry.role) + Text(" earlier"),
+                         title_align="left", border_style="dim"))
+    return out
 
 
 SHORT_DEFINITION = 90
@@ -130,6 +144,7 @@ class LabelScreen(Screen):
         context.update(Group(
             Panel(Group(*text_blocks(turn.question, APP_HINT, head=self.head)), title=role_badge("user") + Text(
                 " the request"), title_align="left", border_style="cyan"),
+            *earlier_panels(turn, self.head),
             Panel(Group(*text_blocks(turn.answer, APP_HINT, head=self.head)), title=role_badge("assistant") + Text(
                 " the answer the user saw"), title_align="left", border_style="green"),
         ))

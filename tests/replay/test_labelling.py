@@ -14,6 +14,7 @@ from testbed.replay.label_screen import LabelScreen
 from testbed.replay.labelling import LabellingSession, annotator, stratified_order
 from testbed.store import Store
 from testbed.store.labels import latest_labels
+from testbed.transcript import USER
 
 from conftest import plain
 
@@ -156,3 +157,18 @@ def test_the_queue_puts_a_near_tie_between_two_labels_first_even_when_the_follow
     judged = set(keys[:12])
     assert got[2:12] == [k for k in plain_order if k in judged and k not in chosen], "equally sure verdicts keep their order"
     assert got[12:] == [k for k in plain_order if k not in judged], "turns without a learned verdict follow, in the fair order"
+
+
+async def test_a_later_turn_is_shown_with_the_conversation_before_it(replay_copy):
+    path, run_id = replay_copy
+    app = ReplayApp(Store(path), run_id, annotator="carol", seed=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        while screen.turn is not None and not screen.turn.context:
+            await pilot.press("k")
+        turn = screen.turn
+        assert turn is not None and turn.context, "the dialogue run has later turns"
+        text = plain(screen.query_one("#context"))
+        earlier_user = next(e.text for e in turn.context if e.role == USER)
+        assert "earlier" in text and earlier_user[:30] in text, "the person reads the conversation the judges read"
+        assert text.index("the request") < text.index("earlier") < text.index("the answer the user saw")
