@@ -4,7 +4,7 @@
     python scripts/labelset.py export-gold --episodes judges/faults-gold/episodes.jsonl --out DIR [--batch 130]   # τ² gold episodes' later user turns
     python scripts/labelset.py disagreements --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --out FILE
     python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl \
-        [--detach SPEC]     # rows over a real-conversation dataset (sharegpt) are written detached, SPEC's items: rebuild them
+        [--detach SPEC] [--heldout-out FILE]   # rows over sharegpt written detached (SPEC's items rebuild them); held-out rows apart
 
 Items never carry a judge's output. Turns whose request is in the gold dev set are left out.
 """
@@ -72,6 +72,7 @@ def main() -> None:
         p.add_argument("--out", type=Path, required=True)
         if name == "merge":
             p.add_argument("--third", type=Path, required=True, help="folder of the adjudicator's label files")
+            p.add_argument("--heldout-out", type=Path, help="write rows of the held-out split (`split: heldout`) here, apart from --out")
             p.add_argument("--detach", type=Path, help="the spec whose `items:` selection loaded the real conversations: their "
                                                          "rows are written without the real text, which is rebuilt from the package")
     args = parser.parse_args()
@@ -109,6 +110,10 @@ def main() -> None:
     merged = merge(items, a, b, read_labels(sorted(args.third.glob("*.jsonl"))))
     if args.detach:
         merged = _detached(merged, yaml.safe_load(args.detach.read_text(encoding="utf-8"))["items"])
+    if args.heldout_out:
+        _write(args.heldout_out, [r for r in merged if r.get("split") == "heldout"])
+        print(f"{sum(r.get('split') == 'heldout' for r in merged)} held-out items in {args.heldout_out}")
+        merged = [r for r in merged if r.get("split") != "heldout"]
     _write(args.out, merged)
     print(f"{len(merged)} labelled items in {args.out}")
 
