@@ -62,3 +62,23 @@ def test_an_unknown_label_in_an_annotators_file_is_refused(tmp_path):
     path.write_text('{"id": "x", "label": "genuine_followup"}\n{"id": "y", "label": "great"}\n')
     with pytest.raises(ValueError, match="a.jsonl:2: unknown label 'great'"):
         read_labels([path])
+
+
+def test_a_real_persons_reference_turn_is_never_an_item(spec_dir, tmp_path):
+    from dataclasses import replace
+
+    from testbed.scenarios.human_reference import HUMAN_MODE
+    from testbed.store.records import EpisodeOutcome
+
+    store = Store(tmp_path / "s.sqlite")
+    asyncio.run(run_scenario(load_scenario(spec_dir(items={"limit": 1})), store, show_progress=False,
+                             backends={"assistant": ScriptedBackend(lambda r: "It is 12."), "user": ScriptedBackend(lambda r: "Why 12?")}))
+    run_id = store.runs()[0]["run_id"]
+    episode = store.episodes(run_id)[0]
+    messages = store.messages(run_id, episode.key.episode_id)
+    human = replace(episode.key, episode_id="human-ref", user_mode=HUMAN_MODE, user_model="human")
+    store.write_episode(run_id, EpisodeOutcome(human, messages, "done", "max_turns"))
+    assert any(t.episode_id == "human-ref" for t in store.turns(run_id))
+    items = annotation_items(store, [run_id])
+    assert items and all(i["mode"] != HUMAN_MODE for i in items)
+    store.close()

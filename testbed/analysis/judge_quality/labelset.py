@@ -18,6 +18,7 @@ from pathlib import Path
 from testbed.analysis.judge_quality.agreement import cohen_kappa
 from testbed.judges.taxonomy import taxonomy
 from testbed.scenarios.base import stable_hash
+from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import Store
 from testbed.store.frames import turns_df
 
@@ -51,7 +52,8 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
     """One item per generated user turn of the runs' finished episodes, in a stable order.
 
     Turns whose request is in `exclude_questions` (an evaluation set's questions) are left out,
-    so nothing learned from these items has seen those questions.
+    so nothing learned from these items has seen those questions; so are real people's turns stored as a human
+    reference (`HUMAN_MODE`): they are no simulated user's, and their words may not be committed.
     """
     items = []
     for run_id in run_ids:
@@ -61,7 +63,7 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
         ordinal = dict(zip(zip(turns.episode_id, turns.turn_index), turns.groupby("episode_id").cumcount() + 1))
         stored = {(t.episode_id, t.turn_index): t for t in store.iter_turns(run_id)}
         for t in turns.itertuples():
-            if t.question.strip() in exclude_questions:
+            if t.question.strip() in exclude_questions or t.user_mode == HUMAN_MODE:
                 continue
             conditions = {"source_model": t.user_model, "dataset": t.dataset, "item_id": t.item_id, "kind": kind, "mode": t.user_mode,
                           "temperature": float(t.temperature), "perturbation": t.perturbation}
