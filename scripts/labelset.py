@@ -4,7 +4,7 @@
     python scripts/labelset.py export-gold --episodes judges/faults-gold/episodes.jsonl --out DIR [--batch 130]   # τ² gold episodes' later user turns
     python scripts/labelset.py disagreements --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --out FILE
     python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl \
-        [--detach SPEC] [--heldout-out FILE]   # rows over sharegpt written detached (SPEC's items rebuild them); held-out rows apart
+        [--detach SPEC..] [--heldout-out FILE]   # rows over sharegpt written detached (the specs' items rebuild them); held-out rows apart
 
 Items never carry a judge's output. Turns whose request is in the gold dev set are left out.
 """
@@ -33,16 +33,26 @@ def _write(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
-def _detached(rows: list[dict], selection: dict, dataset: str = "sharegpt") -> list[dict]:
-    """The rows with every row over `dataset` detached from its real opening (`detached_text.detach_row`)."""
+def _detached(rows: list[dict], specs: list[Path], dataset: str = "sharegpt") -> list[dict]:
+    """The rows with every row over `dataset` detached from its real opening (`detached_text.detach_row`); its
+    `source` names the item selection of the spec whose run made it (the spec with the longest name its run id starts with)."""
+    selections = {}
+    for spec in specs:
+        blob = yaml.safe_load(spec.read_text(encoding="utf-8"))
+        selections[blob["name"]] = blob["items"]
     out = []
     for row in rows:
         if row.get("dataset") != dataset:
             out.append(row)
             continue
+        run = row["conversation"].split("/")[0]
+        names = sorted((n for n in selections if run.startswith(n)), key=len)
+        if not names:
+            raise SystemExit(f"row {row['id']}: no --detach spec made run {run}; name the spec that made it")
         kept = detach_row(row, row["question"], dataset=dataset, item_id=row["item_id"])
-        kept["source"]["selection"] = selection
-        if any(surviving_runs(kept[f] or "", row["question"]) for f in ("assistant", "user_turn")):
+        kept["source"]["selection"] = selections[names[-1]]
+        texts = [kept["assistant"], kept["user_turn"], *(c["content"] for c in kept.get("context") or [])]
+        if any(surviving_runs(t or "", row["question"]) for t in texts):
             raise SystemExit(f"row {row['id']}: real text survived detaching; not written")
         out.append(kept)
     return out
@@ -73,7 +83,7 @@ def main() -> None:
         if name == "merge":
             p.add_argument("--third", type=Path, required=True, help="folder of the adjudicator's label files")
             p.add_argument("--heldout-out", type=Path, help="write rows of the held-out split (`split: heldout`) here, apart from --out")
-            p.add_argument("--detach", type=Path, help="the spec whose `items:` selection loaded the real conversations: their "
+            p.add_argument("--detach", type=Path, nargs="+", help="the spec whose `items:` selection loaded the real conversations: their "
                                                          "rows are written without the real text, which is rebuilt from the package")
     args = parser.parse_args()
     if args.step == "export":
@@ -109,7 +119,7 @@ def main() -> None:
         return
     merged = merge(items, a, b, read_labels(sorted(args.third.glob("*.jsonl"))))
     if args.detach:
-        merged = _detached(merged, yaml.safe_load(args.detach.read_text(encoding="utf-8"))["items"])
+        merged = _detached(merged, args.detach)
     if args.heldout_out:
         _write(args.heldout_out, [r for r in merged if r.get("split") == "heldout"])
         print(f"{sum(r.get('split') == 'heldout' for r in merged)} held-out items in {args.heldout_out}")
