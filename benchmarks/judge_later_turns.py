@@ -1,0 +1,77 @@
+"""How well do the judges read later user turns? Each judge on held-out later turns, alone and with its least sure
+share reviewed, by kind of conversation.
+
+Issue 40's bar, on held-out later turns: κ ≥ 0.70 and follow-up F1 ≥ 0.60 for the fast judge alone, and ≥ 0.85 / 0.85
+with the least sure 25 % taking the reference label (a person taken to be right: a ceiling). The sets are the
+labelled files named (by default the 196 held-out rows of `labels-conversation-heldout.jsonl`, kept out of every
+choice, and issue 26's 132 `labels-heldout.jsonl`); the judges are judge specs (by default `learned`, the default,
+and `local`) and learned model files (by default learned-3, for comparison). Prints one JSON object per set and judge.
+
+    .venv/bin/python benchmarks/judge_later_turns.py
+    .venv/bin/python benchmarks/judge_later_turns.py --sets judges/training/labels-conversation-heldout.jsonl --models judges/models/learned-3.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from testbed.analysis.judge_quality.judge_eval import hand_labelling_curve, read_gold
+from testbed.analysis.judge_quality.judge_training import scores
+from testbed.analysis.judge_quality.labelled_rows import read_rows
+from testbed.judges.base import make_judge
+from testbed.judges.learned.doubt import stored_margin
+from testbed.judges.learned.judge import LearnedJudge
+from testbed.judges.specs import load_judge
+
+REPO = Path(__file__).resolve().parents[1]
+TRAINING = REPO / "judges" / "training"
+SETS = [TRAINING / "labels-conversation-heldout.jsonl", TRAINING / "labels-heldout.jsonl"]
+MODELS = [REPO / "judges" / "models" / "learned-3.json"]
+REVIEW_SHARE = 0.25
+
+
+def figures(labels: list[str], predicted: list[str], margins: list[float | None]) -> dict:
+    """κ, follow-up F1 / precision / recall, and κ / F1 with the least sure `REVIEW_SHARE` taking the reference."""
+    s = scores(labels, predicted)
+    out = {"turns": len(labels), "followups": sum(x == "genuine_followup" for x in labels),
+           **{k: round(v, 3) for k, v in s.items()}}
+    if any(m is not None for m in margins):
+        curve = hand_labelling_curve(predicted, labels, margins, shares=(REVIEW_SHARE,))
+        out["reviewed_25"] = [round(float(curve.kappa.iloc[0]), 3), round(float(curve.followup_f1.iloc[0]), 3)]
+    return out
+
+
+async def verdicts(judge, items) -> list:
+    """The judge's verdicts on the items, in order."""
+    return [v for v, _ in await judge.judge_all(items)]
+
+
+def main() -> None:
+    """Score every judge on every set, overall and per kind of conversation."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--sets", type=Path, nargs="+", default=SETS)
+    parser.add_argument("--judges", nargs="+", default=["learned", "local"], help="judge specs (built-in names or files)")
+    parser.add_argument("--models", type=Path, nargs="*", default=MODELS, help="learned model files, judged as `learned`")
+    args = parser.parse_args()
+    judges = [make_judge(load_judge(name)) for name in args.judges] + [LearnedJudge("learned", path) for path in args.models]
+    for path in args.sets:
+        rows = read_rows([path])
+        items = [item for item, _ in read_gold(path)]
+        labels = [r["label"] for r in rows]
+        kinds = [r.get("kind", "dialogue") for r in rows]
+        for judge in judges:
+            got = asyncio.run(verdicts(judge, items))
+            predicted = [v.label for v in got]
+            margins = [stored_margin(v.raw) for v in got]
+            result = {"set": path.name, "judge": str(judge.identity), **figures(labels, predicted, margins), "by_kind": {}}
+            for kind in sorted(set(kinds)):
+                at = [i for i, k in enumerate(kinds) if k == kind]
+                result["by_kind"][kind] = figures([labels[i] for i in at], [predicted[i] for i in at], [margins[i] for i in at])
+            print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
