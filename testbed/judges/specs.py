@@ -39,6 +39,9 @@ class JudgeSpec(Strict):
     prompt_version: str | None = None
     model_file: Path | None = None
     """A trained judge's model (the `learned` kind), relative to the spec file."""
+    first_reply_model_file: Path | None = None
+    """For the `learned` kind: another model for turns with no conversation before them (a first reply), relative
+    to the spec file; `model_file` then judges only turns that have one (`testbed.judges.learned.routed`)."""
     agent: str | None = None
     max_retries: int = Field(2, ge=0, le=10)
     max_tokens: int = Field(160, ge=16, le=8192)
@@ -76,9 +79,11 @@ def load_judge(ref: str | Path, *, model: str | Path | None = None) -> ResolvedJ
         spec = JudgeSpec.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise spec_error_from_validation(path, exc, JudgeSpec) from None
-    if spec.model_file is not None and not named_path(path, spec.model_file).is_file():
-        raise SpecError(path, "model_file", f"no trained model at {cut_text(str(named_path(path, spec.model_file)), 200)}",
-                        "train it with python scripts/train_judge.py, or fix the path")
+    for field in ("model_file", "first_reply_model_file"):
+        named = getattr(spec, field)
+        if named is not None and not named_path(path, named).is_file():
+            raise SpecError(path, field, f"no trained model at {cut_text(str(named_path(path, named)), 200)}",
+                            "train it with python scripts/train_judge.py, or fix the path")
     if not JUDGE_KINDS.entry(spec.kind).prompted:
         return ResolvedJudge(spec, path, None, None)
     assert spec.prompt_file is not None and spec.agent is not None

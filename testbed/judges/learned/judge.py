@@ -27,6 +27,7 @@ from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
     from testbed.judges.base import OnVerdict
+    from testbed.judges.learned.routed import RoutedLearnedJudge
     from testbed.judges.specs import ResolvedJudge
 
 FOLLOWUP = taxonomy().followup_label
@@ -101,11 +102,18 @@ class LearnedJudge:
         return [(v, 1) for v in verdicts]
 
 
-def build(resolved: ResolvedJudge, backend: object = None) -> LearnedJudge:
-    """The `learned` judge kind's builder (see JUDGE_KINDS): the model file named by the spec, relative to it."""
+def build(resolved: ResolvedJudge, backend: object = None) -> "LearnedJudge | RoutedLearnedJudge":
+    """The `learned` judge kind's builder (see JUDGE_KINDS): the model file named by the spec, relative to it, and with a
+    `first_reply_model_file` the two routed by whether a turn has a conversation before it (`routed`)."""
+    from testbed.judges.learned.routed import RoutedLearnedJudge
     from testbed.specs.loader import named_path
 
-    return LearnedJudge(resolved.spec.name, named_path(resolved.path, resolved.spec.model_file))
+    spec = resolved.spec
+    judge = LearnedJudge(spec.name, named_path(resolved.path, spec.model_file))
+    if spec.first_reply_model_file is None:
+        return judge
+    return RoutedLearnedJudge(spec.name, judge, LearnedJudge(spec.name, named_path(resolved.path, spec.first_reply_model_file),
+                                                             judge.embedder))
 
 
 JUDGE_KIND = JudgeKindEntry("learned", build, requires=("model_file",))
