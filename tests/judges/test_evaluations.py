@@ -14,7 +14,7 @@ from testbed.specs.errors import SpecError
 from testbed.store.records import JudgeIdentity
 
 LEARNED = JudgeIdentity("learned", "learned-2+ab12")
-LOCAL = JudgeIdentity("local", "local-2")
+LOCAL = JudgeIdentity("local", "local-3")
 MODES = JudgeIdentity("failure-modes", "failure-modes-2", "smollm2")
 
 
@@ -38,7 +38,7 @@ def test_shipped_figures_are_the_readme_table():
                        ("grouped CV on judges/training/labels.jsonl", 1563, 0.609, 0.511, False)]
     local = [(f.labelled_set, f.kappa, f.followup_f1, f.held_out) for f in figures_for(LOCAL)]
     assert local == [("held-out gold", 0.72, 0.55, True), ("gold dev", 0.82, 0.83, False),
-                     ("training turns judges/training/labels.jsonl", 0.548, 0.463, False)]
+                     ("held-out later turns judges/training/labels-conversation-heldout.jsonl", 0.362, 0.447, True)]
     assert {f.source for f in figures_for(LOCAL)} == {"shipped"}
 
 
@@ -56,7 +56,7 @@ def test_selectors_match_on_the_version_before_the_digest_and_on_a_named_model()
     assert not matches("learned-1@learned-2", LEARNED)
     assert matches("failure-modes@failure-modes-2", MODES) and matches("failure-modes@failure-modes-2:smollm2", MODES)
     assert not matches("failure-modes@failure-modes-2:qwen", MODES) and not matches("failure-modes@failure-modes-1", MODES)
-    assert figures_for(JudgeIdentity("learned", "learned-4+ab12")) == []
+    assert figures_for(JudgeIdentity("learned", "learned-9+ab12")) == []
 
 
 def test_a_recorded_evaluation_comes_first_newest_per_set(tmp_path, monkeypatch):
@@ -84,7 +84,7 @@ def test_a_recorded_evaluation_comes_first_newest_per_set(tmp_path, monkeypatch)
 def test_a_corrupt_record_is_skipped_with_a_warning_naming_file_and_line(tmp_path):
     kept = record_evaluation(LOCAL, _labelled(tmp_path), n=3, kappa=1.0, followup_f1=1.0, unscored=0)
     with records_path().open("a") as handle:
-        handle.write('{"judge": "local@local-2", "n": \n\n[1, 2]\n')
+        handle.write('{"judge": "local@local-3", "n": \n\n[1, 2]\n')
     with pytest.warns(CorruptRecordWarning) as caught:
         figures = figures_for(LOCAL)
     assert [f.source for f in figures] == ["recorded", "shipped", "shipped", "shipped"] and figures[0] == kept
@@ -118,7 +118,7 @@ def test_eval_judge_record_appends_the_run_to_the_records(tmp_path):
     assert out.exit_code == 0, out.output
     summary = dict(part.split("=") for part in out.stdout.strip().splitlines()[-1].split())
     [figure] = [f for f in figures_for(LOCAL) if f.source == "recorded"]
-    assert isinstance(figure, JudgeFigure) and figure.judge == "local@local-2" and figure.path == str(labelled)
+    assert isinstance(figure, JudgeFigure) and figure.judge == "local@local-3" and figure.path == str(labelled)
     assert (figure.n, round(figure.kappa, 4), round(figure.followup_f1, 4)) == (
         int(summary["n"]), float(summary["kappa"]), float(summary["f1_followup"]))
     again = CliRunner().invoke(app, ["eval-judge", "--judge", "local", str(labelled)])
