@@ -38,7 +38,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from realism_vocabulary import ASPECTS, TOPICS  # noqa: E402
 from testbed.analysis.realism.batched_logistic import out_of_fold_score_matrix  # noqa: E402
 from testbed.analysis.realism.discriminator import (  # noqa: E402
     context_folds,
@@ -52,12 +54,6 @@ from testbed.analysis.realism.features import feature_matrix  # noqa: E402
 from testbed.analysis.realism.measures import context_resample_weights, interval  # noqa: E402
 from testbed.analysis.stats import wilson_interval  # noqa: E402
 
-TOPICS = ["recursion", "sourdough bread", "tax returns", "the french revolution", "css grid", "sql joins",
-          "photosynthesis", "marathon training", "a cover letter", "docker volumes", "binary search",
-          "compound interest", "watercolor painting", "rust lifetimes", "the krebs cycle", "react hooks",
-          "linear regression", "chess openings", "git rebase", "climate models"]
-ASPECTS = ["edge cases", "performance", "the history", "common mistakes", "a simpler version", "the cost",
-           "beginners", "the last step", "an example", "the second point", "memory use", "alternatives"]
 FILLER = ("the idea is simple once you see how each part depends on the previous one and why the order "
           "matters for the result you get at the end so it helps to start small and check each step").split()
 CODE = ["def f(x):\n    return f(x - 1)", "SELECT * FROM users u JOIN orders o ON u.id = o.user_id;"]

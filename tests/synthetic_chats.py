@@ -48,3 +48,29 @@ def chats_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
     yield write
     loaders._cached_contexts.cache_clear()
+
+
+def real_context_probe(folder: Path, store, *, user_modes: list[str], temperatures: list[float]):
+    """A scripted probe run over 12 of the synthetic conversations (written first with `chats_file`), labelled by the
+    local judge: the run summary. The user asks for an example, then about the second point, in turn."""
+    import asyncio
+
+    from helpers import REPO, write_yaml
+    from testbed.backends.scripted import ScriptedBackend
+    from testbed.judges.runner import judge_run
+    from testbed.judges.specs import load_judge
+    from testbed.running.runner import run_scenario
+    from testbed.specs.loader import load_scenario
+
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "user.md").write_text((REPO / "scenarios/prompts/user-instructed.md").read_text())
+    write_yaml(folder / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "scripted-model", "outputs": ["x"]})
+    spec = load_scenario(write_yaml(folder / "real.yaml", {
+        "kind": "probe", "name": "real", "dataset": "sharegpt", "items": {"limit": 12, "seed": 1}, "assistant": "scripted.yaml",
+        "user": "scripted.yaml", "user_modes": user_modes, "user_prompt_file": "prompts/user.md", "temperatures": temperatures,
+        "max_tokens": 16}))
+    replies = iter(["Thanks! can you give an example?", "what about the second one?"] * 100)
+    summary = asyncio.run(run_scenario(spec, store, backends={"assistant": ScriptedBackend(lambda r: "x"),
+                                                              "user": ScriptedBackend(lambda r: next(replies))}, show_progress=False))
+    asyncio.run(judge_run(store, summary.run_id, load_judge("local"), show_progress=False))
+    return summary

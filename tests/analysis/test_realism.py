@@ -15,15 +15,10 @@ import pandas as pd
 import pytest
 
 from testbed.analysis.realism.table import REALISM_COLUMNS, human_baseline, realism_frame_columns, realism_table
+from realism_vocabulary import ASPECTS, TOPICS
 from testbed.analysis.realism.measures import plug_in_jsd_bias
 from testbed.analysis.stats import wilson_interval
 
-TOPICS = ["recursion", "sourdough bread", "tax returns", "the french revolution", "css grid", "sql joins",
-          "photosynthesis", "marathon training", "a cover letter", "docker volumes", "binary search",
-          "compound interest", "watercolor painting", "rust lifetimes", "the krebs cycle", "react hooks",
-          "linear regression", "chess openings", "git rebase", "climate models"]
-ASPECTS = ["edge cases", "performance", "the history", "common mistakes", "a simpler version", "the cost",
-           "beginners", "the last step", "an example", "the second point", "memory use", "alternatives"]
 FILLER = ("the idea is simple once you see how each part depends on the previous one and why the order "
           "matters for the result you get at the end so it helps to start small and check each step "
           "carefully before moving on to the harder cases that usually appear later in practice").split()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import numpy as np
@@ -10,8 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from helpers import REPO, write_yaml
-from synthetic_chats import chats_file, conversation  # noqa: F401
+from synthetic_chats import chats_file, conversation, real_context_probe  # noqa: F401
 from testbed.analysis.judge_quality.correction import JudgeErrorRates, corrected_rate, reviewed_rate
 from testbed.analysis.realism.followup_correction import FollowupCorrection
 from testbed.analysis.realism.render import CORRECTED_HEADER, as_markdown, header, realism_rows
@@ -23,12 +21,7 @@ from testbed.analysis.realism.table import (
     realism_table,
     with_correction_columns,
 )
-from testbed.backends.scripted import ScriptedBackend
 from testbed.cli import app
-from testbed.judges.runner import judge_run
-from testbed.judges.specs import load_judge
-from testbed.running.runner import run_scenario
-from testbed.specs.loader import load_scenario
 
 RATES = JudgeErrorRates(true_positives=30, false_negatives=30, true_negatives=180, false_positives=20, source="gold-dev")
 """A judge that finds half the follow-ups (se 0.5) and calls 10 % of the rest follow-ups (sp 0.9)."""
@@ -104,17 +97,7 @@ def test_the_printed_table_shows_both_corrected_rates_and_names_the_error_counts
 
 def test_report_correct_with_threads_the_error_rates_into_the_realism_table(tmp_path, store, chats_file):  # noqa: F811
     chats_file([conversation(k, follow_ups=2) for k in range(12)])
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user.md").write_text((REPO / "scenarios/prompts/user-instructed.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "scripted-model", "outputs": ["x"]})
-    spec = load_scenario(write_yaml(tmp_path / "real.yaml", {
-        "kind": "probe", "name": "real", "dataset": "sharegpt", "items": {"limit": 12, "seed": 1}, "assistant": "scripted.yaml",
-        "user": "scripted.yaml", "user_modes": ["raw"], "user_prompt_file": "prompts/user.md", "temperatures": [1.0],
-        "max_tokens": 16}))
-    replies = iter(["Thanks! can you give an example?", "what about the second one?"] * 100)
-    summary = asyncio.run(run_scenario(spec, store, backends={"assistant": ScriptedBackend(lambda r: "x"),
-                                                              "user": ScriptedBackend(lambda r: next(replies))}, show_progress=False))
-    asyncio.run(judge_run(store, summary.run_id, load_judge("local"), show_progress=False))
+    summary = real_context_probe(tmp_path, store, user_modes=["raw"], temperatures=[1.0])
     expected = run_realism(store, summary.run_id, "local", correction=RATES)
     assert "followup_sim_corrected" in expected.table and (expected.table.corrected_with == "gold-dev").all()
     store.close()

@@ -14,9 +14,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
 
-from helpers import REPO, write_yaml
+from helpers import REPO
 from hostile_text import WIRE_RUN, build_hostile_store
-from synthetic_chats import conversation, chats_file  # noqa: F401
+from synthetic_chats import conversation, chats_file, real_context_probe  # noqa: F401
 from testbed.analysis.realism.render import realism_rows
 from testbed.analysis.realism.runs import run_realism
 from testbed.analysis.reports.compare_render import columns_for, comparison_tables
@@ -230,17 +230,7 @@ def test_report_wire_and_show_episode_of_hostile_text_read_at_80_columns(tmp_pat
 
 def test_the_realism_table_reads_at_80_columns_and_every_format_carries_it(tmp_path, store, chats_file):  # noqa: F811
     chats_file([conversation(k, follow_ups=2) for k in range(12)])
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "user.md").write_text((REPO / "scenarios/prompts/user-instructed.md").read_text())
-    write_yaml(tmp_path / "scripted.yaml", {"name": "s", "backend": "scripted", "model": "scripted-model", "outputs": ["x"]})
-    spec = load_scenario(write_yaml(tmp_path / "real.yaml", {
-        "kind": "probe", "name": "real", "dataset": "sharegpt", "items": {"limit": 12, "seed": 1}, "assistant": "scripted.yaml",
-        "user": "scripted.yaml", "user_modes": ["raw", "instructed"], "user_prompt_file": "prompts/user.md", "temperatures": [0.0, 1.0],
-        "max_tokens": 16}))
-    replies = iter(["Thanks! can you give an example?", "what about the second one?"] * 100)
-    summary = asyncio.run(run_scenario(spec, store, backends={"assistant": ScriptedBackend(lambda r: "x"),
-                                                              "user": ScriptedBackend(lambda r: next(replies))}, show_progress=False))
-    asyncio.run(judge_run(store, summary.run_id, load_judge("local"), show_progress=False))
+    summary = real_context_probe(tmp_path, store, user_modes=["raw", "instructed"], temperatures=[0.0, 1.0])
     realism = run_realism(store, summary.run_id, "local", closeness=True)
     store.close()
     db, run_id = str(store.path), summary.run_id

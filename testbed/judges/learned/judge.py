@@ -95,11 +95,15 @@ class LearnedJudge:
 
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
         """Verdicts in order, each counted as one call; computed in-process."""
-        verdicts = self.judge_many(items)
-        if on_verdict is not None:
-            for i, verdict in enumerate(verdicts):
-                on_verdict(i, verdict, 1)
-        return [(v, 1) for v in verdicts]
+        return reported(self.judge_many(items), on_verdict)
+
+
+def reported(verdicts: list[Verdict], on_verdict: OnVerdict | None) -> list[tuple[Verdict, int]]:
+    """In-process verdicts as the judge interface returns them, each counted as one call and shown to `on_verdict`."""
+    if on_verdict is not None:
+        for i, verdict in enumerate(verdicts):
+            on_verdict(i, verdict, 1)
+    return [(v, 1) for v in verdicts]
 
 
 def build(resolved: ResolvedJudge, backend: object = None) -> "LearnedJudge | RoutedLearnedJudge":

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from testbed.judges.learned.judge import LearnedJudge
+from testbed.judges.learned.judge import LearnedJudge, reported
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.store.labels import JudgeIdentity
 
@@ -57,8 +57,4 @@ class RoutedLearnedJudge:
 
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
         """Verdicts in order, each counted as one call; computed in-process."""
-        verdicts = self.judge_many(items)
-        if on_verdict is not None:
-            for i, verdict in enumerate(verdicts):
-                on_verdict(i, verdict, 1)
-        return [(v, 1) for v in verdicts]
+        return reported(self.judge_many(items), on_verdict)
