@@ -29,7 +29,7 @@ BACKENDS.register("tau2-scripted", "testbed.scenarios.tau2.scripted_user_server:
 
 JUDGE_KINDS.register("local", "testbed.judges.local.judge:JUDGE_KIND")
 JUDGE_KINDS.register("llm", "testbed.judges.llm_judge:JUDGE_KIND")
-JUDGE_KINDS.register("learned", "testbed.judges.learned.judge:JUDGE_KIND")
+JUDGE_KINDS.register("learned", "testbed.judges.learned.routed:JUDGE_KIND")
 
 FRAMEWORKS.register("native", "testbed.frameworks.catalogue:NATIVE")
 FRAMEWORKS.register("autogen", "testbed.frameworks.catalogue:AUTOGEN")

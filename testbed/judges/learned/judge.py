@@ -22,13 +22,10 @@ from testbed.judges.learned.model import load_model
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.specs.errors import SpecError
-from testbed.specs.registries import JudgeKindEntry
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
     from testbed.judges.base import OnVerdict
-    from testbed.judges.learned.routed import RoutedLearnedJudge
-    from testbed.judges.specs import ResolvedJudge
 
 FOLLOWUP = taxonomy().followup_label
 BATCH = 4096
@@ -104,21 +101,3 @@ def reported(verdicts: list[Verdict], on_verdict: OnVerdict | None) -> list[tupl
         for i, verdict in enumerate(verdicts):
             on_verdict(i, verdict, 1)
     return [(v, 1) for v in verdicts]
-
-
-def build(resolved: ResolvedJudge, backend: object = None) -> "LearnedJudge | RoutedLearnedJudge":
-    """The `learned` judge kind's builder (see JUDGE_KINDS): the model file named by the spec, relative to it, and with a
-    `first_reply_model_file` the two routed by whether a turn has a conversation before it (`routed`)."""
-    from testbed.judges.learned.routed import RoutedLearnedJudge
-    from testbed.specs.loader import named_path
-
-    spec = resolved.spec
-    judge = LearnedJudge(spec.name, named_path(resolved.path, spec.model_file))
-    if spec.first_reply_model_file is None:
-        return judge
-    return RoutedLearnedJudge(spec.name, judge, LearnedJudge(spec.name, named_path(resolved.path, spec.first_reply_model_file),
-                                                             judge.embedder))
-
-
-JUDGE_KIND = JudgeKindEntry("learned", build, requires=("model_file",))
-"""The learned judge's entry in testbed.specs.registries.JUDGE_KINDS: a trained model file."""

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 from testbed.judges.learned.judge import LearnedJudge, reported
 from testbed.judges.verdict import JudgeInput, Verdict
+from testbed.specs.registries import JudgeKindEntry
 from testbed.store.labels import JudgeIdentity
 
 if TYPE_CHECKING:
     from testbed.judges.base import OnVerdict
+    from testbed.judges.specs import ResolvedJudge
 
 ROUTE_MARK = "~"
 """Joins the two models' versions in the identity: the later-turn model's, then the first-reply model's."""
@@ -58,3 +60,20 @@ class RoutedLearnedJudge:
     async def judge_all(self, items: Sequence[JudgeInput], on_verdict: OnVerdict | None = None) -> list[tuple[Verdict, int]]:
         """Verdicts in order, each counted as one call; computed in-process."""
         return reported(self.judge_many(items), on_verdict)
+
+
+def build(resolved: ResolvedJudge, backend: object = None) -> LearnedJudge | RoutedLearnedJudge:
+    """The `learned` judge kind's builder (see JUDGE_KINDS): the model file named by the spec, relative to it, and with a
+    `first_reply_model_file` the two routed by whether a turn has a conversation before it."""
+    from testbed.specs.loader import named_path
+
+    spec = resolved.spec
+    judge = LearnedJudge(spec.name, named_path(resolved.path, spec.model_file))
+    if spec.first_reply_model_file is None:
+        return judge
+    return RoutedLearnedJudge(spec.name, judge, LearnedJudge(spec.name, named_path(resolved.path, spec.first_reply_model_file),
+                                                             judge.embedder))
+
+
+JUDGE_KIND = JudgeKindEntry("learned", build, requires=("model_file",))
+"""The learned judge's entry in testbed.specs.registries.JUDGE_KINDS: a trained model file, or two routed."""
