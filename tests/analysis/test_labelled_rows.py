@@ -36,6 +36,8 @@ def test_detached_rows_are_rebuilt_and_others_pass_through(monkeypatch):
     assert kept["question"] is None and "Plan my week" not in kept["user_turn"]
     monkeypatch.setattr(labelled_rows, "sharegpt_sources", lambda ids, selection: {i: source for i in ids})
     assert labelled_rows.attached([kept, ROW]) == [{**row, "source": kept["source"]}, ROW]
+    with pytest.raises(ValueError, match="selection"):
+        labelled_rows.attached([{**kept, "source": {"item_id": "sharegpt-x"}}])
 
 
 def test_a_gold_file_line_with_a_bad_context_is_named(tmp_path):

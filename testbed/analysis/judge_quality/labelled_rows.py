@@ -31,7 +31,11 @@ def attached(rows: list[dict]) -> list[dict]:
     selections: dict[str, set[str]] = {}
     for r in rows:
         if "source" in r:
-            selections.setdefault(json.dumps(r["source"]["selection"], sort_keys=True), set()).add(r["source"]["item_id"])
+            source = r["source"]
+            if not isinstance(source, dict) or "item_id" not in source or "selection" not in source:
+                raise ValueError(f"row {r.get('id')}: its `source` must name the item (`item_id`) and the item selection that "
+                                 "loaded it (`selection`); write the row with scripts/labelset.py merge --detach SPEC")
+            selections.setdefault(json.dumps(source["selection"], sort_keys=True), set()).add(source["item_id"])
     if not selections:
         return rows
     sources: dict[str, str] = {}
