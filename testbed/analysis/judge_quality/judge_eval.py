@@ -62,7 +62,12 @@ def read_gold(path: Path) -> list[tuple[JudgeInput, str]]:
             raise SpecError(f"{path}:{number}", "(line)", "not a JSON object", "one JSON object per line")
         rows.append((number, row))
     out = []
-    for number, row in zip([n for n, _ in rows], attached([r for _, r in rows])):
+    try:
+        rebuilt = attached([r for _, r in rows])
+    except (ValueError, LookupError) as exc:
+        raise SpecError(path, "source", f"a detached row cannot be rebuilt: {exc}",
+                        "install the pinned dataset package, or restore the file from git") from None
+    for number, row in zip([n for n, _ in rows], rebuilt):
         missing = [k for k in REQUIRED if not isinstance(row.get(k), str)]
         if missing:
             raise SpecError(f"{path}:{number}", missing[0], "missing or not a string", f"give every line {', '.join(REQUIRED)}")
