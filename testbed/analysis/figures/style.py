@@ -30,9 +30,10 @@ def colour_map(names: Iterable[str]) -> dict:
 
 
 def heading(fig: plt.Figure, title: str) -> None:
-    """The figure's title, wrapped to its width, at the top left."""
+    """The figure's title, wrapped to its width, at the top left, standing on the figure's top edge so that a title
+    of several lines (a long judge identity) never runs into the axes; `save_png`'s tight box takes it in."""
     width = int(13 * fig.get_figwidth())
-    fig.suptitle("\n".join(textwrap.wrap(title, width)), fontsize=10, x=0.01, ha="left")
+    fig.suptitle("\n".join(textwrap.wrap(title, width)), fontsize=10, x=0.01, y=1.0, ha="left", va="bottom")
 
 
 def save_png(fig: plt.Figure, path: Path) -> None:
