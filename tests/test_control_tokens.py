@@ -15,11 +15,12 @@ from testbed.judges.fence import fence, unfence
 from testbed.judges.llm_judge import LLMJudge
 from testbed.judges.prompting import render_prompt
 from testbed.judges.specs import load_judge
+from testbed.conversation_context import Earlier, rendered
 from testbed.judges.verdict import JudgeInput
 from testbed.loop.participants import Assistant, DialogueUser, SimulatedUser, TurnSampling
 from testbed.specs.agent import AgentSpec
 from testbed.specs.loader import ResolvedAgent
-from testbed.transcript import Message, Transcript
+from testbed.transcript import ASSISTANT, USER, Message, Transcript
 
 _spec = importlib.util.spec_from_file_location("injections", Path(__file__).parent / "judges" / "injections.py")
 injections = importlib.util.module_from_spec(_spec)
@@ -139,13 +140,15 @@ async def test_every_participant_view_is_neutralised_and_the_transcript_is_not()
 
 @pytest.mark.parametrize("attack", [FORGED_VERDICT] + [a for a in injections.INJECTIONS if GENERIC.contains(a)])
 async def test_the_judge_gets_no_raw_control_tokens_and_the_fence_holds(attack):
-    item = JudgeInput("t", f"Q {attack}", f"A {attack}", f"Why 4? {attack}")
+    item = JudgeInput("t", f"Q {attack}", f"A {attack}", f"Why 4? {attack}",
+                      (Earlier(USER, f"earlier {attack}"), Earlier(ASSISTANT, f"said {attack}")))
     backend = ScriptedBackend(['{"followup": true, "reason": "x"}'])
     judge = load_judge("followup")
     await LLMJudge(judge, backend).judge_turn(item)
     prompt = backend.requests[0].messages[0]["content"]
     assert not any(marker in prompt for marker in RAW_MARKERS)
-    for text, tag in ((item.question, "QUESTION"), (item.assistant, "ANSWER"), (item.user_turn, "USER_TURN")):
+    earlier = rendered(item.context)
+    for text, tag in ((item.question, "QUESTION"), (earlier, "EARLIER"), (item.assistant, "ANSWER"), (item.user_turn, "USER_TURN")):
         block = fence(GENERIC.neutralise(text), tag)
         assert prompt.count(block) == 1 and unfence(block, tag) == GENERIC.neutralise(text)
     assert item.user_turn == f"Why 4? {attack}"

@@ -76,3 +76,19 @@ async def test_labelling_shows_the_turn_and_its_context_as_marks(hostile, tmp_pa
         await pilot.pause()
         assert isinstance(app.screen, LabelScreen)
         assert_neutralised(drawn(app), marks=MARKS + STORED_MARKS)
+
+
+async def test_labelling_a_later_turn_shows_its_hostile_earlier_messages_as_marks(hostile, tmp_path):
+    path, run_id = hostile
+    copy = tmp_path / "store.sqlite"
+    shutil.copy(path, copy)
+    app = ReplayApp(Store(copy), run_id, annotator="tester")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        while screen.turn is not None and not screen.turn.context:
+            await pilot.press("k")
+        assert screen.turn is not None and any("PWNED" in e.text for e in screen.turn.context), "a later turn with hostile context"
+        shown = drawn(app)
+        assert "earlier" in shown
+        assert_neutralised(shown, marks=MARKS + STORED_MARKS)
