@@ -29,6 +29,12 @@ def stable_hash(*parts: object, length: int = 16) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
+def hashed_share(key: str) -> float:
+    """Where `key` falls in [0, 1), by a fixed hash (the first 8 hex digits of its SHA-256, modulo 1000): a split made by
+    comparing it with a share depends on the key alone, never on a label."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 1000 / 1000
+
+
 @dataclass(frozen=True, slots=True)
 class EpisodeVariant:
     """One episode to run: its key (id and conditions) and the sampling seed derived from the id."""

@@ -9,7 +9,6 @@ labels beside the final one, as the gold set does.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterable, Mapping
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from testbed.analysis.judge_quality.agreement import cohen_kappa
 from testbed.judges.taxonomy import taxonomy
-from testbed.scenarios.base import stable_hash
+from testbed.scenarios.base import hashed_share, stable_hash
 from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import Store
 from testbed.store.frames import turns_df
@@ -37,8 +36,7 @@ SPLIT_SALT = "judge-later-turns-2"
 def split_of(conversation: str) -> str:
     """`heldout` or `train`: a fixed hash of the conversation's key, so every turn of a conversation falls on one side
     and the split never depends on a label (fixed before any label existed)."""
-    digest = int(hashlib.sha256(f"{SPLIT_SALT}:{conversation}".encode()).hexdigest()[:8], 16)
-    return "heldout" if digest % 1000 < HELD_OUT_SHARE * 1000 else "train"
+    return "heldout" if hashed_share(f"{SPLIT_SALT}:{conversation}") < HELD_OUT_SHARE else "train"
 
 
 def item_of(turn, *, item_id: str, conversation: str, conditions: Mapping[str, object], ordinal: int) -> dict:

@@ -17,10 +17,10 @@ episode is held out (`HELD_OUT_SHARE` of episodes, chosen by a hash of the id be
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from testbed.scenarios.base import hashed_share
 from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED
 from testbed.transcript import Message, ToolCall, is_system, is_tool, is_user
 
@@ -46,8 +46,7 @@ class GoldEpisode:
 
 def split_of(episode_key: str) -> str:
     """`heldout` or `dev`: a fixed hash of the episode's key, so the split never depends on its labels."""
-    digest = int(hashlib.sha256(episode_key.encode()).hexdigest()[:8], 16)
-    return "heldout" if digest % 1000 < HELD_OUT_SHARE * 1000 else "dev"
+    return "heldout" if hashed_share(episode_key) < HELD_OUT_SHARE else "dev"
 
 
 def export_episode(episode: Any, domain: str, messages: list[Message]) -> dict:
