@@ -83,12 +83,12 @@ def episode_turns(episode_id: str, messages: Sequence[Any]) -> list[TurnRecord]:
     (`testbed.conversation_context`: tool traffic marked, never shown; capped).
     """
     generated = {m["turn_index"] for m in generated_user_turns(messages)}
-    spoken = [m for m in messages if m["role"] in SPOKEN_ROLES and not _calls(m)]
-    request = request_message(spoken)
+    request = request_message(messages)
     question = "" if request is None else request["content"]
-    after_request = next((k + 1 for k, m in enumerate(messages) if request is not None and m["turn_index"] == request["turn_index"]), 0)
-    out, answer, answer_at = [], "", None
+    out, answer, answer_at, after_request = [], "", None, 0
     for k, m in enumerate(messages):
+        if m is request:
+            after_request = k + 1
         if m["role"] not in SPOKEN_ROLES or _calls(m):
             continue
         if is_assistant(m):
