@@ -21,7 +21,7 @@ import numpy as np
 
 from testbed.judges.learned.embedding import StaticEmbedder
 from testbed.conversation_context import assistant_texts, user_texts
-from testbed.judges.local.conversation import conversation_features, with_conversation
+from testbed.judges.local.conversation import ConversationFeatures, conversation_features, with_conversation
 from testbed.judges.local.judge import analyse
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput
@@ -43,22 +43,23 @@ def feature_names(dim: int, features: str = TURN) -> list[str]:
     return [*RULE_FEATURES, *labels, *SIMILARITIES, *(f"emb_{k}" for k in range(dim)), *extra]
 
 
-def _rules(item: JudgeInput, conversation: bool) -> tuple[list[float], str]:
+def _rules(item: JudgeInput, conv: ConversationFeatures | None) -> tuple[list[float], str]:
     verdict, f, injected, o = analyse(item.question, item.assistant, item.user_turn)
-    if conversation and item.context:
-        verdict = with_conversation(verdict, conversation_features(item.user_turn, item.assistant, item.context))
+    if conv is not None and item.context:
+        verdict = with_conversation(verdict, conv)
     row = [math.log1p(f.n_words), f.q_frac, f.a_frac, f.tri_q, f.tri_a, f.rep3, float(f.question), float(f.request), f.latin,
            math.log1p(f.answer_numbers), float(injected), float(f.n_words == 0), o.a_only_frac, o.novel_frac, o.ask_cover, o.dwell]
     return row, verdict.label
 
 
-def _conversation_columns(items: Sequence[JudgeInput], turn: np.ndarray, embedder: StaticEmbedder) -> np.ndarray:
-    """The `CONVERSATION_FEATURES` columns: the rules' conversation measurements and the embedding similarities."""
+def _conversation_columns(items: Sequence[JudgeInput], convs: Sequence[ConversationFeatures], turn: np.ndarray,
+                          embedder: StaticEmbedder) -> np.ndarray:
+    """The `CONVERSATION_FEATURES` columns: the rules' conversation measurements (`convs`, one per item) and the
+    embedding similarities."""
     earlier = sorted({t for i in items for t in (*user_texts(i.context), *assistant_texts(i.context))})
     table = dict(zip(earlier, embedder.encode(earlier))) if earlier else {}
     out = np.zeros((len(items), len(CONVERSATION_FEATURES)), dtype=np.float32)
-    for k, item in enumerate(items):
-        c = conversation_features(item.user_turn, item.assistant, item.context)
+    for k, (item, c) in enumerate(zip(items, convs)):
         own = [table[t] @ turn[k] for t in user_texts(item.context)]
         said = [table[t] @ turn[k] for t in assistant_texts(item.context)]
         out[k] = [math.log(c.position), float(bool(item.context)), min(c.own_repeats, 3), c.own_overlap, c.own_tri, c.earlier_answer_tri,
@@ -72,8 +73,8 @@ def featurise(items: Sequence[JudgeInput], embedder: StaticEmbedder, features: s
     if features not in FEATURE_SETS:
         raise ValueError(f"unknown feature set {features!r}; known: {', '.join(FEATURE_SETS)}")
     labels = list(taxonomy().labels)
-    conversation = features == CONVERSATION
-    rules, rule_labels = zip(*(_rules(i, conversation) for i in items)) if items else ((), ())
+    convs = [conversation_features(i.user_turn, i.assistant, i.context) for i in items] if features == CONVERSATION else None
+    rules, rule_labels = zip(*(_rules(i, convs[k] if convs else None) for k, i in enumerate(items))) if items else ((), ())
     onehot = np.zeros((len(items), len(labels)), dtype=np.float32)
     for k, label in enumerate(rule_labels):
         onehot[k, labels.index(label)] = 1.0
@@ -87,6 +88,6 @@ def featurise(items: Sequence[JudgeInput], embedder: StaticEmbedder, features: s
     cos_qa = (question * answer).sum(axis=1)
     sims = np.stack([cos_q, cos_a, cos_qa, cos_a - cos_q], axis=1) if items else np.zeros((0, 4), np.float32)
     parts = [np.asarray(rules, dtype=np.float32).reshape(len(items), len(RULE_FEATURES)), onehot, sims, turn]
-    if conversation:
-        parts.append(_conversation_columns(items, turn, embedder))
+    if convs is not None:
+        parts.append(_conversation_columns(items, convs, turn, embedder))
     return np.hstack(parts).astype(np.float32), list(rule_labels)
