@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from textual.pilot import OutOfBounds
 
 from conftest import plain
 from hostile_text import assert_neutralised
@@ -59,9 +60,16 @@ async def test_a_click_on_a_cut_reply_shows_it_whole_and_x_cuts_it_again(long):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, TranscriptScreen) and "left out" in reply_panel(app)
-        screen.query_one("#messages").scroll_to_widget(screen.panels[1], animate=False, top=True)
-        await pilot.pause()
-        await pilot.click(screen.panels[1], offset=(4, 2))
+        for _ in range(20):
+            screen.query_one("#messages").scroll_to_widget(screen.panels[1], animate=False, top=True)
+            await pilot.pause()
+            try:
+                await pilot.click(screen.panels[1], offset=(4, 2))
+                break
+            except OutOfBounds:
+                await pilot.pause(0.05)
+        else:
+            pytest.fail("the cut reply never scrolled into view")
         await pilot.pause()
         whole = reply_panel(app)
         lines = huge_text(LONG_CHARS).count("line of a huge reply")
