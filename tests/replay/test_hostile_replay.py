@@ -67,7 +67,7 @@ async def test_transcript_shows_messages_and_the_error_as_marks(hostile, errored
         assert not errored or "error: HTTP 503 from the user model: ␛]0;PWNED-TITLE␇" in shown
 
 
-async def test_labelling_shows_the_turn_and_its_context_as_marks(hostile, tmp_path):
+async def test_labelling_shows_the_turn_its_request_and_earlier_messages_as_marks(hostile, tmp_path):
     path, run_id = hostile
     copy = tmp_path / "store.sqlite"
     shutil.copy(path, copy)
@@ -76,15 +76,6 @@ async def test_labelling_shows_the_turn_and_its_context_as_marks(hostile, tmp_pa
         await pilot.pause()
         assert isinstance(app.screen, LabelScreen)
         assert_neutralised(drawn(app), marks=MARKS + STORED_MARKS)
-
-
-async def test_labelling_a_later_turn_shows_its_hostile_earlier_messages_as_marks(hostile, tmp_path):
-    path, run_id = hostile
-    copy = tmp_path / "store.sqlite"
-    shutil.copy(path, copy)
-    app = ReplayApp(Store(copy), run_id, annotator="tester")
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = app.screen
         while screen.turn is not None and not screen.turn.context:
             await pilot.press("k")
@@ -92,3 +83,4 @@ async def test_labelling_a_later_turn_shows_its_hostile_earlier_messages_as_mark
         shown = drawn(app)
         assert "earlier" in shown
         assert_neutralised(shown, marks=MARKS + STORED_MARKS)
+
