@@ -1,6 +1,6 @@
 """Build the learned judge's labelled set: export items for annotators, find disagreements, merge.
 
-    python scripts/labelset.py export --store S --out DIR [--runs PREFIX,..] [--name items] [--batch 150]
+    python scripts/labelset.py export --store S --out DIR [--runs PREFIX,..] [--name items] [--batch 150] [--split heldout]
     python scripts/labelset.py export-gold --episodes judges/faults-gold/episodes.jsonl --out DIR [--batch 130]   # τ² gold episodes' later user turns
     python scripts/labelset.py disagreements --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --out FILE
     python scripts/labelset.py merge --items DIR/items.jsonl [..] --a A_DIR --b B_DIR --third T_DIR --out judges/training/labels.jsonl \
@@ -69,6 +69,8 @@ def main() -> None:
     e.add_argument("--runs", help="comma-separated run id prefixes, finished or not (default: every finished run)")
     e.add_argument("--name", default="items", help="name of this export (several exports can share a folder)")
     e.add_argument("--gold", type=Path, default=GOLD_DEV, help="questions to leave out (the gold dev set)")
+    e.add_argument("--split", choices=("heldout",), help="put every item in this split instead of the hashed one (a fresh "
+                                                          "held-out set, generated after the first was spent)")
     g = sub.add_parser("export-gold")
     g.add_argument("--episodes", type=Path, required=True, help="a fault gold set's episodes.jsonl (no benchmark text inside)")
     g.add_argument("--out", type=Path, required=True)
@@ -94,7 +96,7 @@ def main() -> None:
             runs = [r["run_id"] for r in store.runs() if any(r["run_id"].startswith(p) for p in args.runs.split(","))]
         else:
             runs = [r["run_id"] for r in store.runs() if r["status"] == "done"]
-        items = annotation_items(store, runs, gold)
+        items = [i | ({"split": args.split} if args.split else {}) for i in annotation_items(store, runs, gold)]
         _write(args.out / f"{args.name}.jsonl", items)
         batches = write_batches(items, args.out / "batches" / args.name, args.batch)
         print(f"{len(items)} items from {len(runs)} runs ({', '.join(runs)}) in {len(batches)} batches under {args.out}")

@@ -12,14 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.analysis.judge_quality.labelset import item_of
+from testbed.analysis.judge_quality.labelset import SCRIPTED_NOTE, TAU2 as KIND, item_of
 from testbed.scenarios.base import stable_hash
 from testbed.store.reader import episode_turns
 from testbed.transcript import TOOL_CALLS_COLUMN, is_tool, request_message
-
-KIND = "tau2"
-SCRIPTED_NOTE = "[a message from the task's script, not shown]"
-"""What an item shows in place of a scripted message whose text is τ²'s own (the gold file left it out)."""
 
 
 def _rows(record: dict) -> list[dict]:
