@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from testbed.judges.learned.embedding import StaticEmbedder
+from testbed.judges.learned.projection import Projection
 from testbed.conversation_context import assistant_texts, user_texts
 from testbed.judges.local.conversation import ConversationFeatures, conversation_features, with_conversation
 from testbed.judges.local.judge import analyse
@@ -37,7 +38,7 @@ FEATURE_SETS = (TURN, CONVERSATION)
 
 
 def feature_names(dim: int, features: str = TURN) -> list[str]:
-    """Names of the columns `featurise` returns, in order."""
+    """Names of the columns `featurise` returns, in order (`dim`: the embedding's columns, or its projection's)."""
     labels = [f"rule_{label}" for label in taxonomy().labels]
     extra = list(CONVERSATION_FEATURES) if features == CONVERSATION else []
     return [*RULE_FEATURES, *labels, *SIMILARITIES, *(f"emb_{k}" for k in range(dim)), *extra]
@@ -67,9 +68,11 @@ def _conversation_columns(items: Sequence[JudgeInput], convs: Sequence[Conversat
     return out
 
 
-def featurise(items: Sequence[JudgeInput], embedder: StaticEmbedder, features: str = TURN) -> tuple[np.ndarray, list[str]]:
+def featurise(items: Sequence[JudgeInput], embedder: StaticEmbedder, features: str = TURN,
+              projection: Projection | None = None) -> tuple[np.ndarray, list[str]]:
     """The feature matrix of the items (one row each, the columns of `feature_names(dim, features)`) and the rule
-    classifier's label of each (read with the conversation under the `conversation` set)."""
+    classifier's label of each (read with the conversation under the `conversation` set). With a `projection`, the
+    turn's embedding columns are its projection (`dim` = the projection's size); similarities always use the whole embedding."""
     if features not in FEATURE_SETS:
         raise ValueError(f"unknown feature set {features!r}; known: {', '.join(FEATURE_SETS)}")
     labels = list(taxonomy().labels)
@@ -87,7 +90,8 @@ def featurise(items: Sequence[JudgeInput], embedder: StaticEmbedder, features: s
     cos_a = (turn * answer).sum(axis=1)
     cos_qa = (question * answer).sum(axis=1)
     sims = np.stack([cos_q, cos_a, cos_qa, cos_a - cos_q], axis=1) if items else np.zeros((0, 4), np.float32)
-    parts = [np.asarray(rules, dtype=np.float32).reshape(len(items), len(RULE_FEATURES)), onehot, sims, turn]
+    shown = turn if projection is None else projection.apply(turn).reshape(len(items), projection.size)
+    parts = [np.asarray(rules, dtype=np.float32).reshape(len(items), len(RULE_FEATURES)), onehot, sims, shown]
     if convs is not None:
         parts.append(_conversation_columns(items, convs, turn, embedder))
     return np.hstack(parts).astype(np.float32), list(rule_labels)

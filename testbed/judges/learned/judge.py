@@ -19,6 +19,7 @@ from testbed.judges.learned.decision import decide_label
 from testbed.judges.learned.embedding import StaticEmbedder, default_embedder
 from testbed.judges.learned.features import TURN, featurise
 from testbed.judges.learned.model import load_model
+from testbed.judges.learned.projection import Projection
 from testbed.judges.taxonomy import taxonomy
 from testbed.judges.verdict import JudgeInput, Verdict
 from testbed.specs.errors import SpecError
@@ -53,6 +54,11 @@ class LearnedJudge:
         self.version = f"{self.trained.version}+{self.trained.digest}"
         self.features = self.trained.meta.get("features", TURN)
         """The feature set the model was trained on (`testbed.judges.learned.features`)."""
+        try:
+            self.projection = Projection.from_meta(self.trained.meta)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelMismatch(model_path, "meta.embedding_projection", f"unreadable ({exc})", "retrain with scripts/train_judge.py") from exc
+        """The projection of the turn's embedding the model was trained on, None for the whole embedding."""
         self._followup = self.trained.classes.index(FOLLOWUP)
 
     @property
@@ -62,7 +68,7 @@ class LearnedJudge:
 
     def probabilities(self, items: Sequence[JudgeInput]) -> tuple[np.ndarray, list[str]]:
         """Class probabilities (rows in `items` order, columns in the model's class order) and the rules' labels."""
-        features, rules = featurise(items, self.embedder, self.features)
+        features, rules = featurise(items, self.embedder, self.features, self.projection)
         return self.trained.probabilities(features), rules
 
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
