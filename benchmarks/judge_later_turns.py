@@ -20,9 +20,11 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
+
 from testbed.analysis.judge_quality.judge_eval import hand_labelling_curve, read_gold
 from testbed.analysis.judge_quality.judge_training import scores
-from testbed.analysis.judge_quality.labelled_rows import read_rows
+from testbed.analysis.judge_quality.labelled_rows import group_of, read_rows
 from testbed.judges.base import make_judge
 from testbed.judges.learned.doubt import stored_margin
 from testbed.judges.learned.judge import LearnedJudge
@@ -33,13 +35,33 @@ TRAINING = REPO / "judges" / "training"
 SETS = [TRAINING / "labels-conversation-heldout-2.jsonl", TRAINING / "labels-heldout.jsonl"]
 MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-4", "learned-3")]
 REVIEW_SHARE = 0.25
+RESAMPLES = 1000
 
 
-def figures(labels: list[str], predicted: list[str], margins: list[float | None]) -> dict:
-    """κ, follow-up F1 / precision / recall, and κ / F1 with the least sure `REVIEW_SHARE` taking the reference."""
+def intervals(labels: list[str], predicted: list[str], groups: list[str], seed: int = 0) -> dict:
+    """95 % percentile intervals of κ and follow-up F1 from `RESAMPLES` bootstrap resamples of whole conversations
+    (a conversation's turns are not independent, so they are drawn together)."""
+    rng = np.random.default_rng(seed)
+    by_group: dict[str, list[int]] = {}
+    for k, g in enumerate(groups):
+        by_group.setdefault(g, []).append(k)
+    members = list(by_group.values())
+    kappas, f1s = [], []
+    for _ in range(RESAMPLES):
+        at = [k for j in rng.integers(len(members), size=len(members)) for k in members[j]]
+        s = scores([labels[k] for k in at], [predicted[k] for k in at])
+        kappas.append(s["kappa"])
+        f1s.append(s["followup_f1"])
+    return {f"{name}_95": [round(float(np.nanpercentile(v, 2.5)), 3), round(float(np.nanpercentile(v, 97.5)), 3)]
+            for name, v in (("kappa", kappas), ("followup_f1", f1s))}
+
+
+def figures(labels: list[str], predicted: list[str], margins: list[float | None], groups: list[str] | None = None) -> dict:
+    """κ, follow-up F1 / precision / recall, and κ / F1 with the least sure `REVIEW_SHARE` taking the reference; with
+    `groups` (each turn's conversation), bootstrap intervals of κ and F1 (`intervals`)."""
     s = scores(labels, predicted)
     out = {"turns": len(labels), "followups": sum(x == "genuine_followup" for x in labels),
-           **{k: round(v, 3) for k, v in s.items()}}
+           **{k: round(v, 3) for k, v in s.items()}, **(intervals(labels, predicted, groups) if groups else {})}
     if any(m is not None for m in margins):
         curve = hand_labelling_curve(predicted, labels, margins, shares=(REVIEW_SHARE,))
         out["reviewed_25"] = [round(float(curve.kappa.iloc[0]), 3), round(float(curve.followup_f1.iloc[0]), 3)]
@@ -68,7 +90,8 @@ def main() -> None:
             got = asyncio.run(verdicts(judge, items))
             predicted = [v.label for v in got]
             margins = [stored_margin(v.raw) for v in got]
-            result = {"set": path.name, "judge": str(judge.identity), **figures(labels, predicted, margins), "by_kind": {}}
+            groups = [group_of(r) for r in rows]
+            result = {"set": path.name, "judge": str(judge.identity), **figures(labels, predicted, margins, groups), "by_kind": {}}
             for kind in sorted(set(kinds)):
                 at = [i for i, k in enumerate(kinds) if k == kind]
                 result["by_kind"][kind] = figures([labels[i] for i in at], [predicted[i] for i in at], [margins[i] for i in at])
