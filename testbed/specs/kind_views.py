@@ -18,6 +18,9 @@ does. Nothing outside a kind asks which kind a run is: it asks the kind's views,
 - `errored_as`: the ways the kind's report may count errored episodes, the first the default (`report --errored`).
 - `report_columns`, `report_groups`, `report_right`: how the report's renderer shows the columns the kind's report
   (its REPORTS entry) adds: headers and formatters, the tables they are grouped in, which are right-aligned.
+- `annotation_turns(store, run_id)`: a function of a stored turn giving what annotators see of it (None: not an
+  item), for a kind whose turns are not all items or hold text that may not be committed
+  (`testbed.analysis.judge_quality.labelset.annotation_items`).
 
 Every field is optional, so a kind declares only the views it has.
 """
@@ -90,6 +93,8 @@ class KindViews:
     """(table name, headers) of the tables its report's own columns are grouped into, in order."""
     report_right: frozenset[str] = frozenset()
     """Its headers whose cells are right-aligned."""
+    annotation_turns: Callable[..., Any] | None = None
+    """`(store, run_id) -> (TurnRecord) -> TurnRecord | None`: what annotators see of each stored turn, None to leave it out."""
 
 
 NO_VIEWS = KindViews("none")

@@ -12,7 +12,8 @@ pytest.importorskip("tau2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers import REPO, write_yaml  # noqa: E402
-from testbed.analysis.judge_quality.labelset import SCRIPTED_NOTE, annotation_items  # noqa: E402
+from testbed.analysis.judge_quality.labelset import annotation_items  # noqa: E402
+from testbed.analysis.tau2.annotation import SCRIPTED_NOTE  # noqa: E402
 from testbed.backends.base import Capabilities, Completion  # noqa: E402
 from testbed.backends.scripted import ScriptedBackend  # noqa: E402
 from testbed.running.runner import run_scenario  # noqa: E402

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from testbed.analysis.judge_quality.agreement import cohen_kappa
@@ -21,7 +20,7 @@ from testbed.scenarios.base import hashed_share, stable_hash
 from testbed.scenarios.human_reference import HUMAN_MODE
 from testbed.store import Store
 from testbed.store.frames import turns_df
-from testbed.transcript import request_message
+from testbed.specs.registries import kind_views
 
 CONDITION_FIELDS = ("source_model", "dataset", "kind", "mode", "temperature", "perturbation", "turn")
 """What each item says about how its turn was made (the gold set's fields, plus kind and turn ordinal)."""
@@ -48,58 +47,26 @@ def item_of(turn, *, item_id: str, conversation: str, conditions: Mapping[str, o
             "user_turn": turn.user_turn}
 
 
-SCRIPTED_NOTE = "[a message from the task's script, not shown]"
-"""What an item shows in place of a message of a τ² task's scripted history: that text is τ²'s own, never committed."""
-TAU2 = "tau2"
-
-
-class _Tau2Episodes:
-    """Per stored τ² episode: the turn that opened it (the customer's request, which the fault gold set's items leave
-    out too: it is what later turns are read against) and the texts of its scripted history, which items mask."""
-
-    def __init__(self, store: Store, run_id: str):
-        self.store, self.run_id, self.seen = store, run_id, {}
-
-    def _episode(self, episode_id: str) -> tuple[int | None, frozenset[str]]:
-        if episode_id not in self.seen:
-            from testbed.scenarios.tau2.trajectory import GREETING, SCRIPTED
-
-            messages = self.store.messages(self.run_id, episode_id)
-            request = request_message(messages)
-            scripted = frozenset(m.content for m in messages if m.speaker == SCRIPTED and m.content and m.content != GREETING)
-            self.seen[episode_id] = (request.turn_index if request is not None else None, scripted)
-        return self.seen[episode_id]
-
-    def opens(self, turn) -> bool:
-        """Whether `turn` (a `TurnRecord`) is its episode's request."""
-        return self._episode(turn.episode_id)[0] == turn.turn_index
-
-    def masked(self, turn):
-        """`turn` with every scripted message's text replaced by `SCRIPTED_NOTE`."""
-        scripted = self._episode(turn.episode_id)[1]
-        shown = lambda text: SCRIPTED_NOTE if text in scripted else text  # noqa: E731
-        return replace(turn, question=shown(turn.question), answer=shown(turn.answer),
-                       context=tuple(replace(e, text=shown(e.text)) for e in turn.context))
-
-
 def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: set[str] = frozenset()) -> list[dict]:
     """One item per generated user turn of the runs' finished episodes, in a stable order.
 
     Turns whose request is in `exclude_questions` (an evaluation set's questions) are left out,
     so nothing learned from these items has seen those questions; so are real people's turns stored as a human
-    reference (`HUMAN_MODE`): they are no simulated user's, and their words may not be committed. A τ² run's items
-    are built as the fault gold set's are (`testbed.analysis.tau2.judge_items`): the customer's opening is the
-    request, not an item, and a scripted message's text (τ²'s own) is shown as `SCRIPTED_NOTE`.
+    reference (`HUMAN_MODE`): they are no simulated user's, and their words may not be committed. A kind whose views
+    give `annotation_turns` decides which of its turns are items and what of them an annotator sees (τ²'s: not the
+    customer's opening, and no scripted history).
     """
     items = []
     for run_id in run_ids:
         kind = store.run(run_id).kind
-        tau2 = _Tau2Episodes(store, run_id) if kind == TAU2 else None
+        shaping = kind_views(kind).annotation_turns
         turns = turns_df(store, run_id)
         turns = turns[turns.status == "done"]
         stored = {(t.episode_id, t.turn_index): t for t in store.iter_turns(run_id)}
-        if tau2 is not None:
-            turns = turns[[not tau2.opens(stored[(e, int(i))]) for e, i in zip(turns.episode_id, turns.turn_index)]]
+        if shaping is not None:
+            shown = shaping(store, run_id)
+            stored = {key: shown(turn) for key, turn in stored.items()}
+            turns = turns[[stored.get((e, int(i))) is not None for e, i in zip(turns.episode_id, turns.turn_index)]]
         ordinal = dict(zip(zip(turns.episode_id, turns.turn_index), turns.groupby("episode_id").cumcount() + 1))
         for t in turns.itertuples():
             if t.question.strip() in exclude_questions or t.user_mode == HUMAN_MODE:
@@ -107,8 +74,7 @@ def annotation_items(store: Store, run_ids: Iterable[str], exclude_questions: se
             conditions = {"source_model": t.user_model, "dataset": t.dataset, "item_id": t.item_id, "kind": kind, "mode": t.user_mode,
                           "temperature": float(t.temperature), "perturbation": t.perturbation}
             key = (t.episode_id, int(t.turn_index))
-            turn = stored[key] if tau2 is None else tau2.masked(stored[key])
-            items.append(item_of(turn, item_id=stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
+            items.append(item_of(stored[key], item_id=stable_hash(run_id, t.episode_id, int(t.turn_index), length=12),
                                  conversation=f"{run_id}/{t.episode_id}", conditions=conditions, ordinal=int(ordinal[key])))
     return items
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.analysis.judge_quality.labelset import SCRIPTED_NOTE, TAU2 as KIND, item_of
+from testbed.analysis.judge_quality.labelset import item_of
+from testbed.analysis.tau2.annotation import SCRIPTED_NOTE
 from testbed.scenarios.base import stable_hash
 from testbed.store.reader import episode_turns
 from testbed.transcript import TOOL_CALLS_COLUMN, is_tool, request_message
+
+KIND = "tau2"
 
 
 def _rows(record: dict) -> list[dict]:

@@ -6,6 +6,7 @@ whether a run is τ²'s, it asks `kind_views(run.kind)`. The τ² report is the 
 
 from __future__ import annotations
 
+from testbed.analysis.tau2.annotation import annotation_turns
 from testbed.analysis.tau2.compare_columns import compare_columns
 from testbed.analysis.tau2.metrics import ERRORED_AS
 from testbed.analysis.tau2.report_columns import REPORT_COLUMNS, REPORT_GROUPS, REPORT_RIGHT
@@ -48,5 +49,5 @@ def reference_user(scenario):
 VIEWS = KindViews("tau2", faults=DETECTOR, compare_cells=compare_cells, compare_paired=compare_paired,
                   compare_columns=compare_columns, simulator_gap=simulator_gap, reference_user=reference_user,
                   errored_as=ERRORED_AS, report_columns=tuple(REPORT_COLUMNS), report_groups=tuple(REPORT_GROUPS),
-                  report_right=REPORT_RIGHT)
+                  report_right=REPORT_RIGHT, annotation_turns=annotation_turns)
 """The τ² kind's views."""
