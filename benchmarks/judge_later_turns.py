@@ -6,8 +6,8 @@ with the least sure 25 % taking the reference label (a person taken to be right:
 labelled files named (by default `labels-conversation-heldout-2.jsonl`, 257 turns of conversations generated after the
 first held-out part was spent, kept out of every choice, and issue 26's 132 `labels-heldout.jsonl`, never trained on
 but looked at); the judges are judge specs (by default `learned`, the default, and `local`) and learned model files (by
-default learned-4 and learned-3, for comparison). Prints one JSON object per set and judge. The first held-out part,
-`labels-conversation-heldout.jsonl`, was scored once with learned-4 and is now training data (learned-5 on).
+default learned-5, learned-4 and learned-3, for comparison). Prints one JSON object per set and judge. The first held-out part,
+`labels-conversation-heldout.jsonl`, was scored once with learned-4 and is now training data (learned-5's).
 
     .venv/bin/python benchmarks/judge_later_turns.py
     .venv/bin/python benchmarks/judge_later_turns.py --sets judges/training/labels-conversation-heldout-2.jsonl --models judges/models/learned-3.json
@@ -33,7 +33,7 @@ from testbed.judges.specs import load_judge
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = REPO / "judges" / "training"
 SETS = [TRAINING / "labels-conversation-heldout-2.jsonl", TRAINING / "labels-heldout.jsonl"]
-MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-4", "learned-3")]
+MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-5", "learned-4", "learned-3")]
 REVIEW_SHARE = 0.25
 RESAMPLES = 1000
 

@@ -1,18 +1,19 @@
 """Train the learned local judge: one seeded, reproducible command.
 
-    .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-5.json
+    .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-4.json
+    .venv/bin/python scripts/train_judge.py --learned-5          # learned-5's recipe, spent held-out part included -> judges/models/learned-5.json
     .venv/bin/python scripts/train_judge.py --kind linear --version linear-x --out /tmp/linear-x.json   # the linear kind, for comparison
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
 weighting) and the follow-up threshold by 5-fold cross-validation grouped by conversation, on the conversation
-feature set (`--features turn` gives learned-3's), with the turn's embedding projected to 8 columns and turns labelled
-in their conversation weighted 2 (`--projection 0 --later-weight 1` give learned-4's recipe), leaving every held-out
-row out (`split: heldout`) except in the `--spent` files (a held-out part already scored once), refits on
-every other labelled turn, and writes the model (a small JSON file) with its CV
+feature set (`--features turn` gives learned-3's), leaving every held-out row out (`split: heldout`) except in
+`--spent` files (a held-out part already scored once), refits on every other labelled turn, and writes the model (a small JSON file) with its CV
 report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it: over all
-turns, and per scenario kind (`learned-5.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
-run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-5.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
-(probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. It never reads the gold dev set; score that once with
+turns, and per scenario kind (`learned-4.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
+run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-4.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
+(probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. `--learned-5` trains
+learned-5 (`judge_training.LEARNED_5`: the turn's embedding projected to 8 columns, turns labelled in their
+conversation weighted 2, the spent `labels-conversation-heldout.jsonl` read whole), which is not the default. It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
 from testbed.judges.learned.features import CONVERSATION, FEATURE_SETS
-from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, LATER_WEIGHT, PROJECTION_SIZE, train_with_error_rates
+from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, LEARNED_5, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT / "judges" / "training"
@@ -36,16 +37,21 @@ def main() -> None:
     parser.add_argument("--data", type=Path, nargs="+", default=[TRAINING / "labels.jsonl", TRAINING / "labels-later.jsonl",
                                                                 TRAINING / "labels-conversation.jsonl"],
                         help="labelled JSONL files, pooled in order (grouped by conversation across files)")
-    parser.add_argument("--spent", type=Path, nargs="*", default=[TRAINING / "labels-conversation-heldout.jsonl"],
-                        help="files read whole, held-out rows included: held-out parts already scored once (issue 40's first)")
-    parser.add_argument("--projection", type=int, default=PROJECTION_SIZE, help="columns the turn's embedding is projected to (0: all)")
-    parser.add_argument("--later-weight", type=float, default=LATER_WEIGHT, help="weight of turns labelled in their conversation")
-    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-5.json")
-    parser.add_argument("--version", default="learned-5")
+    parser.add_argument("--spent", type=Path, nargs="*", default=[],
+                        help="files read whole, held-out rows included: held-out parts already scored once")
+    parser.add_argument("--projection", type=int, default=0, help="columns the turn's embedding is projected to (0: all of it)")
+    parser.add_argument("--later-weight", type=float, default=1.0, help="weight of turns labelled in their conversation")
+    parser.add_argument("--learned-5", action="store_true", help="learned-5's recipe and data, written to judges/models/learned-5.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-4.json")
+    parser.add_argument("--version", default="learned-4")
     parser.add_argument("--features", choices=FEATURE_SETS, default=CONVERSATION, help="feature set (turn: learned-3's)")
     parser.add_argument("--kind", choices=sorted(GRIDS), default="trees", help="boosted trees (default) or linear")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.learned_5:
+        args.projection, args.later_weight = LEARNED_5["projection_size"], LEARNED_5["later_weight"]
+        args.spent = [TRAINING / "labels-conversation-heldout.jsonl"]
+        args.out, args.version = ROOT / "judges" / "models" / "learned-5.json", "learned-5"
     model, report, cv_errors = train_with_error_rates(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed,
                                                       features=args.features, projection_size=args.projection or None,
                                                       later_weight=args.later_weight, spent=args.spent)

@@ -38,12 +38,11 @@ grouped-CV fits, about 20 minutes on a shared 2-core machine."""
 GRIDS = {"linear": LINEAR_GRID, "trees": TREE_GRID}
 """Model kinds and the settings cross-validation chooses among."""
 FOLDS = 5
-PROJECTION_SIZE = 8
-"""Columns the turn's embedding is projected to (`testbed.judges.learned.projection`) from learned-5 on; grouped CV on
-the training turns chose 8 over 16, 32 and the whole embedding (κ on later turns 0.56, 0.54, 0.53, 0.51)."""
-LATER_WEIGHT = 2.0
-"""Sample weight of a turn labelled in its conversation (a row carrying `context`, round 3 of the guide) against 1 for
-the older rows: the default judge sends exactly such turns to this model. Chosen by the same CV (2 over 1, 3 and 5)."""
+LEARNED_5 = {"projection_size": 8, "later_weight": 2.0}
+"""learned-5's recipe, chosen by grouped CV on its training turns: the turn's embedding projected to 8 columns
+(`testbed.judges.learned.projection`; 8 over 16, 32 and the whole embedding, κ on later turns 0.56, 0.54, 0.53, 0.51)
+and turns labelled in their conversation (rows carrying `context`) weighted 2 (over 1, 3 and 5). It scored no better
+than learned-4 on fresh held-out later turns (docs/judges.md), so learned-4 stays the default."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """A linear projection of the turn's static embedding to a few directions, fitted on the training turns.
 
-Trees over 384 embedding columns split on single coordinates and overfit a few thousand turns; projected onto its
-leading principal directions the embedding keeps what separates turns in a handful of columns (learned-5 uses 8,
-chosen by grouped CV on the training turns: κ on later turns rose from 0.51 with the full embedding to about 0.56).
+Trees over 384 embedding columns split on single coordinates and may overfit a few thousand turns; projected onto
+its leading principal directions the embedding keeps what separates turns in a handful of columns (learned-5 uses 8,
+chosen by grouped CV on the training turns: κ on later turns rose from 0.51 with the full embedding to about 0.56;
+on fresh held-out later turns it was no better than learned-4, which reads the whole embedding).
 The projection is fitted with numpy alone (an SVD of the centred training embeddings) and stored in the model's meta,
 so judging applies exactly what training fitted.
 """
