@@ -52,6 +52,9 @@ def main() -> None:
         args.projection, args.later_weight = LEARNED_5["projection_size"], LEARNED_5["later_weight"]
         args.spent = [TRAINING / "labels-conversation-heldout.jsonl"]
         args.out, args.version = ROOT / "judges" / "models" / "learned-5.json", "learned-5"
+    missing = [str(path) for path in [*args.data, *args.spent] if not path.is_file()]
+    if missing:
+        parser.error(f"no labelled file at {', '.join(missing)}: name JSONL files of labelled turns (judges/training/labels*.jsonl)")
     model, report, cv_errors = train_with_error_rates(args.data, args.version, default_embedder(), kind=args.kind, seed=args.seed,
                                                       features=args.features, projection_size=args.projection or None,
                                                       later_weight=args.later_weight, spent=args.spent)
