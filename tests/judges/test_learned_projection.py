@@ -97,4 +97,4 @@ def test_held_out_rows_are_trained_on_only_from_a_file_named_spent(tmp_path):
     data = _write(tmp_path / "rows.jsonl", _rows(90))
     labelled = training.load_labelled(data, default_embedder(), CONVERSATION, spent=[spent])
     assert len(labelled.labels) == 105 and labelled.rows[-1]["split"] == "heldout"
-    assert labelled.weights(2.0).tolist().count(2.0) == 30 + 5
+    assert labelled.weights(2.0).tolist().count(2.0) == 30 + 5 and labelled.weights(1.0) is None

@@ -56,8 +56,11 @@ class Labelled:
     embedding_columns: slice = field(default_factory=lambda: slice(0, 0))
     """Where the turn's embedding sits in `x`, for a projection to replace."""
 
-    def weights(self, later_weight: float) -> np.ndarray:
-        """Each row's sample weight: `later_weight` for a turn labelled in its conversation (it carries `context`), else 1."""
+    def weights(self, later_weight: float) -> np.ndarray | None:
+        """Each row's sample weight: `later_weight` for a turn labelled in its conversation (it carries `context`), else 1;
+        None when every weight is 1 (the fit then runs exactly as without weights)."""
+        if later_weight == 1.0:
+            return None
         return np.asarray([later_weight if "context" in r else 1.0 for r in self.rows])
 
     def projected(self, x: np.ndarray, projection: Projection | None) -> np.ndarray:
@@ -120,7 +123,8 @@ def out_of_fold(data: Labelled, kind: str, params: dict, seed: int, *, projectio
     weight = data.weights(later_weight)
     for train, test in GroupKFold(n_splits=FOLDS, shuffle=True, random_state=seed).split(data.x, y, data.groups):
         projection = fit_projection(data.x[train][:, data.embedding_columns], projection_size) if projection_size else None
-        model = _fit(kind, data.projected(data.x[train], projection), list(y[train]), params, seed, weight[train])
+        model = _fit(kind, data.projected(data.x[train], projection), list(y[train]), params, seed,
+                     None if weight is None else weight[train])
         proba[test] = _full_proba(model, data.projected(data.x[test], projection), classes)
     return proba
 
@@ -259,7 +263,7 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
               "conversations": len(set(data.groups)), "seed": seed, "folds": FOLDS, "kind": kind, "chosen": best, "trials": trials,
               "cv_per_label": per_label.round(3).to_dict(orient="records"), "cv_by_kind": scores_by_kind(data.rows, data.labels, predicted, margins),
               "cv_error_counts": {k: v for k, v in asdict(errors).items() if k != "turns"}, "cv_calibration_error": round(ece, 4),
-              "later_weight": later_weight}
+              **({"later_weight": later_weight} if later_weight != 1.0 else {})}
     projection = fit_projection(data.x[:, data.embedding_columns], projection_size) if projection_size else None
     if projection is not None:
         report[META_KEY] = projection.to_meta()
