@@ -17,11 +17,12 @@ from testbed.specs.errors import SpecError
 from testbed.specs.sweep import find_sweep, load_sweep
 from testbed.store import Store
 from testbed.running.sweep_runner import AgentServers, run_sweep, sweep_run_id
+from synthetic_chats import chats_file  # noqa: F401  (the fixture)
 
 
 @pytest.fixture
 def sweep_dir(tmp_path):
-    """Two scripted agents, a fixed-user agent, the instructed prompt, and a sweep factory."""
+    """Two scripted agents, a fixed-user agent, the instructed prompt, and a sweep factory (an override of None drops the field)."""
     (tmp_path / "user.md").write_text((REPO / "scenarios" / "prompts" / "user-instructed.md").read_text())
     for name in ("alpha", "beta", "critic"):
         write_yaml(tmp_path / f"{name}.yaml", {"name": name, "backend": "scripted", "model": f"{name}-model",
@@ -32,7 +33,7 @@ def sweep_dir(tmp_path):
                 "items": {"limit": 2}, "user_modes": ["raw", "instructed"], "user_prompt_file": "user.md",
                 "temperatures": [0.0, 1.0], "perturbations": ["none", "truncation", {"kind": "explicit_question", "text": "Clear?"}]}
         data.update(overrides)
-        return write_yaml(tmp_path / "sweep.yaml", data)
+        return write_yaml(tmp_path / "sweep.yaml", {k: v for k, v in data.items() if v is not None})
 
     return sweep
 
@@ -157,9 +158,6 @@ def test_a_dialogue_sweep_runs_dialogues_per_agent_into_one_dialogue_run(sweep_d
     (tmp_path / "dialogue.md").write_text((REPO / "scenarios" / "prompts" / "user-dialogue.md").read_text())
     path = sweep_dir(scenario="dialogue", user_modes=["instructed"], user_prompt_file="dialogue.md", perturbations=None,
                      temperatures=[0.7], datasets=["gsm8k"], max_user_turns=3)
-    data = __import__("yaml").safe_load(path.read_text())
-    data.pop("perturbations")
-    write_yaml(path, data)
     sweep = load_sweep(path)
     assert [c.spec.kind for c in sweep.cells] == ["dialogue", "dialogue"] and sweep.cells[0].spec.max_user_turns == 3
     store = Store(tmp_path / "d.sqlite")
@@ -199,3 +197,24 @@ def test_several_users_each_face_every_assistant(sweep_dir):
     assert [u["spec"]["name"] for u in sweep.as_dict()["users"]] == ["critic", "alpha"]
     with pytest.raises(SpecError, match="varies the dataset"):
         load_sweep(sweep_dir(datasets=None))
+
+
+@pytest.mark.parametrize("scenario", ["probe", "dialogue"])
+def test_a_sweep_over_real_conversations_plans_each_human_reference_once(sweep_dir, chats_file, tmp_path, scenario):
+    """Every cell over the same real conversations shares one human-reference episode per item: the run plans it once,
+    runs it once and ends `done`, not `incomplete` with the reference counted once per cell."""
+    from synthetic_chats import conversation
+    from testbed.scenarios.human_reference import HUMAN_MODE
+
+    chats_file([conversation(k, follow_ups=2) for k in range(6)])
+    options = {"scenario": scenario, "datasets": ["sharegpt"], "items": {"limit": 3, "seed": 1}, "temperatures": [0.0]}
+    options |= {"perturbations": ["none"]} if scenario == "probe" else {"perturbations": None, "max_user_turns": 2}
+    sweep = load_sweep(sweep_dir(**options))
+    store = Store(tmp_path / "s.sqlite")
+    backends = {"alpha": ScriptedBackend(lambda r: "tell me more"), "beta": ScriptedBackend(lambda r: "why?")}
+    summary = asyncio.run(run_sweep(sweep, store, backends=backends, show_progress=False))
+    stored = store.episodes(summary.run_id)
+    assert sum(e.key.user_mode == HUMAN_MODE for e in stored) == 3
+    assert summary.status == "done" and summary.planned == summary.done == len(stored) == 3 + 2 * 3 * 2
+    again = asyncio.run(run_sweep(load_sweep(sweep_dir(**options)), store, backends=backends, show_progress=False))
+    assert again.status == "done" and again.skipped == again.planned

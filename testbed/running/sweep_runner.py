@@ -101,7 +101,7 @@ async def run_sweep(
     run_id = run_id or sweep_run_id(sweep, store)
     sweep = sweep.as_made_under(store.run_fingerprint(run_id))
     async with leased_run(store, run_id) as state:
-        planned = [(cell, await asyncio.to_thread(plan, cell)) for cell in sweep.cells]
+        planned = first_plans([(cell, await asyncio.to_thread(plan, cell)) for cell in sweep.cells])
         total = sum(len(v) for _, units in planned for _, v in units)
         store.begin_run(run_id, scenario=sweep.spec.name, kind=sweep.spec.scenario, spec=sweep.as_dict(), fingerprint=sweep.fingerprint(),
                         versions=package_versions(), git_revision=git_revision(), planned=total,
@@ -114,6 +114,22 @@ async def run_sweep(
                     await _run_cells(work, store, run_id, sweep.spec.name, backends, servers, watch, console, show_progress)
         store_user_faults(store, run_id, sweep.spec.scenario, console)
         return state.finish(store, total, todo)
+
+
+def first_plans(planned: list) -> list:
+    """Each cell's planned units without the episodes an earlier cell already plans: cells over the same real
+    conversations share one human-reference episode per item (its id names no agent), which is run and counted once."""
+    seen: set[str] = set()
+    out = []
+    for cell, units in planned:
+        kept = []
+        for unit, variants in units:
+            fresh = [v for v in variants if v.key.episode_id not in seen]
+            seen.update(v.key.episode_id for v in fresh)
+            if fresh:
+                kept.append((unit, fresh))
+        out.append((cell, kept))
+    return out
 
 
 async def _run_cells(work, store, run_id, name, backends, servers, watch, console, show_progress) -> None:
