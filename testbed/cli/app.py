@@ -158,13 +158,15 @@ def show(
 
 
 def _cell_sizes(sweep) -> dict[str, int]:
-    """Episodes per sweep cell, by assistant × dataset (and user, when a sweep puts several users in front of one assistant)."""
+    """Episodes per sweep cell as the run plans them (an episode two cells share counted in the first), by assistant ×
+    dataset (and user, when a sweep puts several users in front of one assistant)."""
     from testbed.running.runner import plan
+    from testbed.running.sweep_runner import first_plans
 
     cells = [(c.assistant.spec.name, c.spec.dataset) for c in sweep.cells]
     by_user = len(set(cells)) < len(cells)
-    return {f"{c.assistant.spec.name} × {c.spec.dataset}" + (f" × user {c.user.spec.name}" if by_user else ""): sum(len(v) for _, v in plan(c))
-            for c in sweep.cells}
+    return {f"{c.assistant.spec.name} × {c.spec.dataset}" + (f" × user {c.user.spec.name}" if by_user else ""): sum(len(v) for _, v in units)
+            for c, units in first_plans([(c, plan(c)) for c in sweep.cells])}
 
 
 @app.command("prepare-model")

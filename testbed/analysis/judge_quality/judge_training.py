@@ -268,11 +268,11 @@ def train_with_error_rates(path: Path | Sequence[Path], version: str, embedder: 
     if projection is not None:
         report[META_KEY] = projection.to_meta()
         projection = Projection.from_meta(report)
-    fitted = _fit(kind, data.projected(data.x, projection), data.labels, best["params"], seed, data.weights(later_weight))
+    x = data.projected(data.x, projection)
+    fitted = _fit(kind, x, data.labels, best["params"], seed, data.weights(later_weight))
     if kind == "trees":
         return BoostedTrees.from_sklearn(fitted, classes, version, best["threshold"], embedder.fingerprint, report), report, by_kind
-    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report,
-                   data.projected(data.x[:1], projection).shape[1]), report, by_kind
+    return _linear(fitted, classes, version, best["threshold"], embedder.fingerprint, report, x.shape[1]), report, by_kind
 
 
 def _log_hand_labelling(labels: list[str], predicted: list[str], margins: list[float], log) -> None:
