@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/train_judge.py                      # judges/training/labels*.jsonl -> judges/models/learned-4.json
     .venv/bin/python scripts/train_judge.py --learned-5          # learned-5's recipe, spent held-out part included -> judges/models/learned-5.json
+    .venv/bin/python scripts/train_judge.py --learned-6          # learned-4's recipe, both spent held-out parts included -> judges/models/learned-6.json
     .venv/bin/python scripts/train_judge.py --kind linear --version linear-x --out /tmp/linear-x.json   # the linear kind, for comparison
 
 Chooses the model's settings (boosted trees: learning rate, rounds, leaves; linear: C, class
@@ -10,10 +11,12 @@ feature set (`--features turn` gives learned-3's), leaving every held-out row ou
 `--spent` files (a held-out part already scored once), refits on every other labelled turn, and writes the model (a small JSON file) with its CV
 report inside, and its cross-validated follow-up error counts, with each turn's out-of-fold margin, beside it: over all
 turns, and per scenario kind (`learned-4.cv-error-rates.probe.json`, `.dialogue.json`, ...), which is what to correct a
-run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-4.cv-error-rates.probe.json`). The CV figures are also given per scenario kind
+run of that kind with (`testbed report RUN --judge learned --correct-with judges/models/learned-6.cv-error-rates.probe.json`, for the default's later-turn model). The CV figures are also given per scenario kind
 (probe, dialogue, ...), since one pooled figure hides how the judge reads later turns. `--learned-5` trains
 learned-5 (`judge_training.LEARNED_5`: the turn's embedding projected to 8 columns, turns labelled in their
-conversation weighted 2, the spent `labels-conversation-heldout.jsonl` read whole), which is not the default. It never reads the gold dev set; score that once with
+conversation weighted 2, the spent `labels-conversation-heldout.jsonl` read whole), which is not the default.
+`--learned-6` trains learned-6: learned-4's recipe on learned-4's files and both spent held-out parts
+(`judge_training.SPENT_FOR_LEARNED_6`). It never reads the gold dev set; score that once with
 `testbed eval-judge --judge learned ../shared/gold/dev.jsonl`.
 """
 
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from testbed.judges.learned.embedding import default_embedder
 from testbed.judges.learned.features import CONVERSATION, FEATURE_SETS
-from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, LEARNED_5, train_with_error_rates
+from testbed.analysis.judge_quality.judge_training import ALL_KINDS, GRIDS, LEARNED_5, SPENT_FOR_LEARNED_6, train_with_error_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT / "judges" / "training"
@@ -42,6 +45,7 @@ def main() -> None:
     parser.add_argument("--projection", type=int, default=0, help="columns the turn's embedding is projected to (0: all of it)")
     parser.add_argument("--later-weight", type=float, default=1.0, help="weight of turns labelled in their conversation")
     parser.add_argument("--learned-5", action="store_true", help="learned-5's recipe and data, written to judges/models/learned-5.json")
+    parser.add_argument("--learned-6", action="store_true", help="learned-4's recipe with both spent held-out parts, written to judges/models/learned-6.json")
     parser.add_argument("--out", type=Path, default=ROOT / "judges" / "models" / "learned-4.json")
     parser.add_argument("--version", default="learned-4")
     parser.add_argument("--features", choices=FEATURE_SETS, default=CONVERSATION, help="feature set (turn: learned-3's)")
@@ -52,6 +56,9 @@ def main() -> None:
         args.projection, args.later_weight = LEARNED_5["projection_size"], LEARNED_5["later_weight"]
         args.spent = [TRAINING / "labels-conversation-heldout.jsonl"]
         args.out, args.version = ROOT / "judges" / "models" / "learned-5.json", "learned-5"
+    if args.learned_6:
+        args.spent = [TRAINING / name for name in SPENT_FOR_LEARNED_6]
+        args.out, args.version = ROOT / "judges" / "models" / "learned-6.json", "learned-6"
     missing = [str(path) for path in [*args.data, *args.spent] if not path.is_file()]
     if missing:
         parser.error(f"no labelled file at {', '.join(missing)}: name JSONL files of labelled turns (judges/training/labels*.jsonl)")

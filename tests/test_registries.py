@@ -106,7 +106,7 @@ def test_every_judge_kind_resolves_and_keeps_its_label_identity():
     assert local.identity == identity_of(load_judge("local")) == JudgeIdentity("local", "local-3")
     assert followup.identity == JudgeIdentity("followup", "followup-3", "smollm2-135m-instruct")
     learned = make_judge(load_judge("learned"))
-    assert isinstance(learned, Judge) and learned.identity.judge == "learned" and learned.identity.version.startswith("learned-4+") and "~learned-3+" in learned.identity.version
+    assert isinstance(learned, Judge) and learned.identity.judge == "learned" and learned.identity.version.startswith("learned-6+") and "~learned-3+" in learned.identity.version
     modes = make_judge(load_judge("failure-modes")).identity
     assert modes == JudgeIdentity("failure-modes", "failure-modes-3", "smollm2-135m-instruct")
     assert local.commit_every == 2000 and followup.commit_every == 1

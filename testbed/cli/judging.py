@@ -115,7 +115,7 @@ def eval_judge(
     record: Annotated[bool, typer.Option("--record", help="append the result to judge-evaluations.jsonl in the testbed cache, "
                                          "so reports show it beside the judge")] = False,
     correct_with: Annotated[Optional[Path], typer.Option("--correct-with", help="error counts measured on other turns "
-                            "(e.g. judges/models/learned-4.cv-error-rates.probe.json, the CV counts on probe turns): correct each condition's rate and say "
+                            "(e.g. judges/models/learned-6.cv-error-rates.probe.json, the CV counts on probe turns): correct each condition's rate and say "
                             "whether its interval covers the reference rate")] = None,
     review_share: Annotated[Optional[float], typer.Option("--review-share", min=0.0, max=1.0, help="with --correct-with: "
                             "the least sure share of turns take the reference label, as `testbed review` would send them, "
@@ -144,7 +144,7 @@ def eval_judge(
     correction = error_rates_file(correct_with) if correct_with is not None else None
     if review_share is not None and (correction is None or not correction.turns):
         fail("--review-share needs --correct-with error counts that hold per-turn margins (the trainer's "
-             "judges/models/learned-4.cv-error-rates.<kind>.json, or a file eval-judge --save-error-rates wrote for the learned judge)")
+             "judges/models/learned-6.cv-error-rates.<kind>.json, or a file eval-judge --save-error-rates wrote for the learned judge)")
     try:
         rows = read_gold(gold)
     except SpecError as exc:

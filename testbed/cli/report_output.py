@@ -50,7 +50,7 @@ def print_report(db, run_id: str, fmt: str, judge: str | None = None, correct_wi
         fail(f"--correct-with needs judge labels on run {meta['run_id']}: run `testbed judge` first, or name one with --judge")
     if rates is not None and who.judge == REVIEWED and not rates.turns:
         fail(f"--correct-with {correct_with}: these error counts hold no per-turn margins, so the fast judge's errors within "
-             f"the band it decided for {who} cannot be measured; use the trainer's judges/models/learned-4.cv-error-rates.<kind>.json for this kind of run, or re-save "
+             f"the band it decided for {who} cannot be measured; use the trainer's judges/models/learned-6.cv-error-rates.<kind>.json for this kind of run, or re-save "
              "them with `testbed eval-judge GOLD --judge learned --save-error-rates FILE`")
     if rates is not None and rates.measured_on_kind not in (None, meta["kind"]):
         say((f"note: --correct-with {correct_with} holds the judge's errors on {rates.measured_on_kind} turns, and run "

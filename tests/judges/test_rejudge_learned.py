@@ -25,7 +25,7 @@ def test_rejudging_with_the_current_learned_judge_keeps_the_learned_1_labels(spe
     old_labels = labels_df(store, summary.run_id, "learned@" + old.identity.version, exact=True)
     new = asyncio.run(judge_run(store, summary.run_id, load_judge("learned"), show_progress=False))
 
-    assert old.identity.version.startswith("learned-1+") and new.identity.version.startswith("learned-4+")
+    assert old.identity.version.startswith("learned-1+") and new.identity.version.startswith("learned-6+")
     assert new.scored == old.scored == len(turns_df(store, summary.run_id)) > 0 and new.unscored == 0
     assert store.episodes(summary.run_id) == episodes_before, "nothing was regenerated"
     again = labels_df(store, summary.run_id, "learned@" + old.identity.version, exact=True)

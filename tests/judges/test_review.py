@@ -50,7 +50,7 @@ async def test_the_least_sure_share_is_chosen_and_the_reviewed_labels_name_both_
     write_labels(store, run_id, ALICE, reviewed)
     composed = compose_review(store, plan, ALICE)
     assert composed.decided == {FAST: 9, REVIEW: 2, PENDING: 1}
-    assert str(composed.identity).startswith("reviewed@learned@learned-4+") and str(composed.identity).endswith("/25%:human@v1:alice")
+    assert str(composed.identity).startswith("reviewed@learned@learned-6+") and str(composed.identity).endswith("/25%:human@v1:alice")
     fast_rows = {(r.episode_id, r.turn_index): r for r in latest_labels(store, run_id, fast)}
     for row in latest_labels(store, run_id, composed.identity):
         key = (row.episode_id, row.turn_index)

@@ -19,7 +19,7 @@ def test_each_turn_goes_to_the_model_for_its_case_in_order():
     judge = make_judge(load_judge("learned"))
     assert isinstance(judge, RoutedLearnedJudge)
     assert judge.identity.version == f"{judge.later.version}~{judge.first.version}"
-    assert judge.later.version.startswith("learned-4+") and judge.first.version.startswith("learned-3+")
+    assert judge.later.version.startswith("learned-6+") and judge.first.version.startswith("learned-3+")
     mixed = judge.judge_many([LATER, FIRST, LATER])
     assert mixed[1] == judge.first.judge(FIRST) and mixed[0] == mixed[2] == judge.later.judge(LATER)
     assert judge.judge_many([]) == []
