@@ -3,9 +3,10 @@
 Target: 1,000 turns/s on one core (issues 12 and 40). The process is pinned to one core with one BLAS
 thread, items come from the labelled later turns (`labels-later.jsonl`, each with the conversation before it,
 capped as when judging; the gold file when it is absent), repeated to `--turns`, and the best of `--rounds` timed
-passes is reported for each model file (by default learned-4, the default, which reads the conversation,
-learned-3, learned-2 and learned-1, the linear model) and for the rules. Each learned figure includes featurising
-(the rules' features, the static embeddings, the conversation's for learned-4) and the model. Prints one JSON line.
+passes is reported for each model file (by default learned-6, the default's later-turn model, which reads the
+conversation, learned-4, its predecessor, learned-3, the default's first-reply model, learned-2 and learned-1, the
+linear model) and for the rules. Each learned figure includes featurising (the rules' features, the static
+embeddings, the conversation's for learned-4 and learned-6) and the model. Prints one JSON line.
 
     .venv/bin/python benchmarks/learned_judge.py
     .venv/bin/python benchmarks/learned_judge.py --turns 20000 --rounds 5 --core 1
@@ -32,7 +33,7 @@ from testbed.judges.verdict import JudgeInput  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = REPO / "judges" / "training" / "labels-later.jsonl"
 GOLD = REPO.parent / "shared" / "gold" / "dev.jsonl"
-MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-4", "learned-3", "learned-2", "learned-1")]
+MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-6", "learned-4", "learned-3", "learned-2", "learned-1")]
 
 
 def items(path: Path, n: int) -> list[JudgeInput]:
