@@ -42,7 +42,7 @@ LEARNED_5 = {"projection_size": 8, "later_weight": 2.0}
 """learned-5's recipe, chosen by grouped CV on its training turns: the turn's embedding projected to 8 columns
 (`testbed.judges.learned.projection`; 8 over 16, 32 and the whole embedding, κ on later turns 0.56, 0.54, 0.53, 0.51)
 and turns labelled in their conversation (rows carrying `context`) weighted 2 (over 1, 3 and 5). It scored no better
-than learned-4 on fresh held-out later turns (docs/judges.md), so learned-4 stays the default."""
+than learned-4 on fresh held-out later turns (docs/judges.md), so it is not the default's model."""
 SPENT_FOR_LEARNED_6 = ("labels-conversation-heldout.jsonl", "labels-conversation-heldout-2.jsonl")
 """The held-out parts learned-6 trains on (files in judges/training/), each scored once before: learned-6 is learned-4's
 recipe with these 453 turns of the conversations the judge is weakest on added."""

@@ -3,10 +3,9 @@
 A first reply (a turn with nothing between the request and the answer) gives the conversation features nothing to
 read, and there the model trained for first replies judges better: learned-4, trained with 878 conversation-rich
 later turns, scores κ 0.714 / follow-up F1 0.657 on the gold dev set's first replies against learned-3's 0.740 /
-0.677, and 0.607 / 0.542 against 0.620 / 0.555 on probe turns by grouped CV; learned-6, its successor, 0.696 /
-0.607 on dev. So the default judge sends each turn to
-the model for its case (`judges/learned.yaml`: `model_file` for turns with a conversation, `first_reply_model_file`
-for the rest). Its identity names both artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>`).
+0.677, and 0.607 / 0.542 against 0.620 / 0.555 on probe turns by grouped CV; learned-6, its successor, scores
+0.696 / 0.607 on dev. So the default judge sends each turn to the model for its case (`judges/learned.yaml`:
+`model_file` for turns with a conversation, `first_reply_model_file` for the rest). Its identity names both artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>`).
 """
 
 from __future__ import annotations
