@@ -13,7 +13,7 @@ from testbed.specs.errors import SpecError, cut_text, spec_error_from_validation
 from testbed.specs.files import read_text
 from testbed.specs.loader import ResolvedAgent, load_agent, named_path, read_yaml, resolve_spec_path
 from testbed.judges.builtin import builtin_judges
-from testbed.specs.registries import JUDGE_KINDS, registered
+from testbed.specs.registries import JUDGE_KINDS, KINDS, registered
 
 JudgeKind = registered(JUDGE_KINDS)
 """A judge kind: one of those registered in `testbed.specs.registries.JUDGE_KINDS`."""
@@ -42,6 +42,9 @@ class JudgeSpec(Strict):
     first_reply_model_file: Path | None = None
     """For the `learned` kind: another model for turns with no conversation before them (a first reply), relative
     to the spec file; `model_file` then judges only turns that have one (`testbed.judges.learned.routed`)."""
+    first_reply_kinds: list[str] | None = None
+    """With `first_reply_model_file`: the scenario kinds whose first replies that model judges (a first reply of
+    another kind goes to `model_file`; one whose kind is not known, to the first-reply model). Unset: every kind."""
     agent: str | None = None
     max_retries: int = Field(2, ge=0, le=10)
     max_tokens: int = Field(160, ge=16, le=8192)
@@ -55,6 +58,14 @@ class JudgeSpec(Strict):
             if getattr(self, field) is None:
                 article = entry.article
                 raise ValueError(f"@{field} {article} {self.kind} judge needs {field} | fix: add {field}: to the judge spec")
+        if self.first_reply_kinds is not None:
+            if self.first_reply_model_file is None:
+                raise ValueError("@first_reply_kinds names whose first replies the first-reply model judges, and there is no "
+                                 "first_reply_model_file | fix: add first_reply_model_file:, or drop first_reply_kinds")
+            unknown = [k for k in self.first_reply_kinds if k not in KINDS.names()]
+            if unknown or not self.first_reply_kinds:
+                raise ValueError(f"@first_reply_kinds {'unknown scenario kind ' + repr(unknown[0]) if unknown else 'is empty'} | "
+                                 f"fix: name scenario kinds among {', '.join(KINDS.names())}")
         return self
 
 

@@ -30,15 +30,16 @@ def user_turns(store: Store, run_id: str) -> list[StoredTurn]:
     """Every generated user turn of the run's finished episodes, in a stable order, as judge inputs.
 
     The context is what `Store.turns` gives: the request, the latest spoken assistant message before the turn, and the
-    conversation between them.
+    conversation between them; each input names the run's scenario kind.
     """
     return list(stored_turns(store, run_id))
 
 
 def stored_turns(store: Store, run_id: str) -> Iterator[StoredTurn]:
     """`user_turns` one at a time, read from the store in batches: for walking a run of any size."""
+    kind = store.run(run_id).kind
     for t in store.iter_turns(run_id):
-        yield StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn, t.context))
+        yield StoredTurn(t.episode_id, t.turn_index, JudgeInput(t.turn_id, t.question, t.answer, t.user_turn, t.context, kind))
 
 
 def label_row(episode_id: str, turn_index: int, verdict: Verdict, attempts: int = 1) -> LabelRow:

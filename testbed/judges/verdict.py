@@ -11,13 +11,16 @@ from testbed.conversation_context import Earlier
 class JudgeInput:
     """One simulated-user turn with the context a judge may read: the request, the answer as shown, and the
     conversation between them (`testbed.conversation_context`: the user's earlier turns, the assistant's earlier
-    answers, tool traffic marked; capped). A first reply has an empty context."""
+    answers, tool traffic marked; capped). A first reply has an empty context. `kind` is the scenario kind of the
+    run the turn comes from (`probe`, `dialogue`, `tau2`, ...), None where it is not known (a gold file's line
+    that names none)."""
 
     turn_id: str
     question: str
     assistant: str
     user_turn: str
     context: tuple[Earlier, ...] = ()
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

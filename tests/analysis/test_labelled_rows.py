@@ -28,6 +28,11 @@ def test_a_row_is_read_with_its_conversation_capped_as_a_judged_turn_is():
     assert labelled_rows.group_of(ROW) == "run/e1" and labelled_rows.group_of({**ROW, "conversation": None}) == ROW["question"]
 
 
+def test_a_row_names_its_scenario_kind_to_the_judge_and_a_row_without_one_names_none():
+    assert labelled_rows.judge_input({**ROW, "kind": "dialogue"}).kind == "dialogue"
+    assert labelled_rows.judge_input(ROW).kind is None and labelled_rows.judge_input({**ROW, "kind": 3}).kind is None
+
+
 def test_detached_rows_are_rebuilt_and_others_pass_through(monkeypatch):
     source = "Plan my week of meals, please."
     row = {**ROW, "user_turn": "Plan my week of meals, please. Cheap ones."}

@@ -33,6 +33,7 @@ async def test_user_turns_carry_question_and_answer_as_shown(spec_dir, store):
     turns = user_turns(store, run_id)
     assert len(turns) == 12 and all(t.turn_index == 2 for t in turns)
     assert all(t.item.assistant.startswith("It is 12") and t.item.question for t in turns)
+    assert {t.item.kind for t in turns} == {store.run(run_id).kind} == {"probe"}, "each turn names its run's scenario kind"
 
 
 async def test_two_judges_side_by_side_and_rerun_skips_scored(spec_dir, store):

@@ -45,8 +45,11 @@ def attached(rows: list[dict]) -> list[dict]:
 
 
 def judge_input(row: dict) -> JudgeInput:
-    """The judge's view of a labelled row: the request, the answer, the turn and the conversation between them, capped."""
-    return JudgeInput(str(row["id"]), row["question"], row["assistant"], row["user_turn"], capped(from_dicts(row.get("context"))))
+    """The judge's view of a labelled row: the request, the answer, the turn and the conversation between them, capped,
+    and the row's scenario kind where it names one."""
+    kind = row.get("kind")
+    return JudgeInput(str(row["id"]), row["question"], row["assistant"], row["user_turn"], capped(from_dicts(row.get("context"))),
+                      kind if isinstance(kind, str) else None)
 
 
 def group_of(row: dict) -> str:

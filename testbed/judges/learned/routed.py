@@ -5,12 +5,20 @@ read, and there the model trained for first replies judges better: learned-4, tr
 later turns, scores κ 0.714 / follow-up F1 0.657 on the gold dev set's first replies against learned-3's 0.740 /
 0.677, and 0.607 / 0.542 against 0.620 / 0.555 on probe turns by grouped CV; learned-6, its successor, scores
 0.696 / 0.607 on dev. So the default judge sends each turn to the model for its case (`judges/learned.yaml`:
-`model_file` for turns with a conversation, `first_reply_model_file` for the rest). Its identity names both artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>`).
+`model_file` for turns with a conversation, `first_reply_model_file` for the rest). Its identity names both artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>~probe`).
+
+A spec's `first_reply_kinds` narrows the first-reply model to the first replies of those scenario kinds, and the
+identity then ends with them (`~probe`). The default names `probe`: on two fresh held-out sets of dialogue and τ²
+turns, the later-turn model judged those conversations' first replies better than learned-3 did (learned-4 alone
+0.499 / 0.648 against routed 0.446 / 0.555; learned-6 alone 0.525 / 0.581 against routed 0.495 / 0.520), while on
+probe questions (gold dev) learned-3 is better (on issue 26's older set of raw-user dialogue turns it was the other
+way: 0.519 / 0.303 against 0.558 / 0.375). A turn whose kind is not known (a gold file's line that names none) goes
+to the first-reply model, so gold dev is judged as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from testbed.judges.learned.judge import LearnedJudge, reported
@@ -27,15 +35,24 @@ ROUTE_MARK = "~"
 
 
 class RoutedLearnedJudge:
-    """Two learned judges behind one identity: `later` for turns with a conversation before them, `first` for the rest."""
+    """Two learned judges behind one identity: `first` for first replies (of `first_reply_kinds` only, when given, and of
+    an unknown kind), `later` for the rest."""
 
     model = None
     commit_every = LearnedJudge.commit_every
 
-    def __init__(self, name: str, later: LearnedJudge, first: LearnedJudge):
+    def __init__(self, name: str, later: LearnedJudge, first: LearnedJudge, first_reply_kinds: Collection[str] | None = None):
         self.name = name
         self.later, self.first = later, first
-        self.version = f"{later.version}{ROUTE_MARK}{first.version}"
+        self.first_reply_kinds = frozenset(first_reply_kinds) if first_reply_kinds is not None else None
+        kinds = f"{ROUTE_MARK}{','.join(sorted(self.first_reply_kinds))}" if self.first_reply_kinds is not None else ""
+        self.version = f"{later.version}{ROUTE_MARK}{first.version}{kinds}"
+
+    def for_first_model(self, item: JudgeInput) -> bool:
+        """Whether the first-reply model judges this turn: a first reply of one of its kinds, or of an unknown kind."""
+        if item.context:
+            return False
+        return self.first_reply_kinds is None or item.kind is None or item.kind in self.first_reply_kinds
 
     @property
     def identity(self) -> JudgeIdentity:
@@ -45,8 +62,8 @@ class RoutedLearnedJudge:
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
         """Verdicts in order, each turn judged by the model for its case."""
         items = list(items)
-        later = [k for k, item in enumerate(items) if item.context]
-        first = [k for k, item in enumerate(items) if not item.context]
+        first = [k for k, item in enumerate(items) if self.for_first_model(item)]
+        later = [k for k, item in enumerate(items) if not self.for_first_model(item)]
         out: list[Verdict | None] = [None] * len(items)
         for positions, judge in ((later, self.later), (first, self.first)):
             for k, verdict in zip(positions, judge.judge_many([items[k] for k in positions]) if positions else []):
@@ -64,7 +81,8 @@ class RoutedLearnedJudge:
 
 def build(resolved: ResolvedJudge, backend: object = None) -> LearnedJudge | RoutedLearnedJudge:
     """The `learned` judge kind's builder (see JUDGE_KINDS): the model file named by the spec, relative to it, and with a
-    `first_reply_model_file` the two routed by whether a turn has a conversation before it."""
+    `first_reply_model_file` the two routed by whether a turn has a conversation before it (and, with
+    `first_reply_kinds`, by its scenario kind)."""
     from testbed.specs.loader import named_path
 
     spec = resolved.spec
@@ -72,7 +90,7 @@ def build(resolved: ResolvedJudge, backend: object = None) -> LearnedJudge | Rou
     if spec.first_reply_model_file is None:
         return judge
     return RoutedLearnedJudge(spec.name, judge, LearnedJudge(spec.name, named_path(resolved.path, spec.first_reply_model_file),
-                                                             judge.embedder))
+                                                             judge.embedder), spec.first_reply_kinds)
 
 
 JUDGE_KIND = JudgeKindEntry("learned", build, requires=("model_file",))
