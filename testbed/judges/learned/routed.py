@@ -5,15 +5,16 @@ read, and there the model trained for first replies judges better: learned-4, tr
 later turns, scores κ 0.714 / follow-up F1 0.657 on the gold dev set's first replies against learned-3's 0.740 /
 0.677, and 0.607 / 0.542 against 0.620 / 0.555 on probe turns by grouped CV; learned-6, its successor, scores
 0.696 / 0.607 on dev. So the default judge sends each turn to the model for its case (`judges/learned.yaml`:
-`model_file` for turns with a conversation, `first_reply_model_file` for the rest). Its identity names both artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>~probe`).
+`model_file` for turns with a conversation, `first_reply_model_file` for the rest). Its identity names both
+artefacts, the later-turn model first (the default: `learned-6+<digest>~learned-3+<digest>~probe`).
 
 A spec's `first_reply_kinds` narrows the first-reply model to the first replies of those scenario kinds, and the
 identity then ends with them (`~probe`). The default names `probe`: on two fresh held-out sets of dialogue and τ²
 turns, the later-turn model judged those conversations' first replies better than learned-3 did (learned-4 alone
 0.499 / 0.648 against routed 0.446 / 0.555; learned-6 alone 0.525 / 0.581 against routed 0.495 / 0.520), while on
-probe questions (gold dev) learned-3 is better (on issue 26's older set of raw-user dialogue turns it was the other
-way: 0.519 / 0.303 against 0.558 / 0.375). A turn whose kind is not known (a gold file's line that names none) goes
-to the first-reply model, so gold dev is judged as before.
+probe questions (gold dev) learned-3 is better. Issue 26's older set of raw-user dialogue turns points the other
+way (routed by kind 0.519 / 0.303 against 0.558 / 0.375). A turn whose kind is not known (a gold file's line that
+names none) goes to the first-reply model, so gold dev is judged as before.
 """
 
 from __future__ import annotations
