@@ -63,8 +63,9 @@ class RoutedLearnedJudge:
     def judge_many(self, items: Iterable[JudgeInput]) -> list[Verdict]:
         """Verdicts in order, each turn judged by the model for its case."""
         items = list(items)
-        first = [k for k, item in enumerate(items) if self.for_first_model(item)]
-        later = [k for k, item in enumerate(items) if not self.for_first_model(item)]
+        to_first = [self.for_first_model(item) for item in items]
+        first = [k for k, yes in enumerate(to_first) if yes]
+        later = [k for k, yes in enumerate(to_first) if not yes]
         out: list[Verdict | None] = [None] * len(items)
         for positions, judge in ((later, self.later), (first, self.first)):
             for k, verdict in zip(positions, judge.judge_many([items[k] for k in positions]) if positions else []):
