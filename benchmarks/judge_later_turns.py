@@ -1,17 +1,17 @@
-"""How well do the judges read later user turns? Each judge on held-out later turns, alone and with its least sure
-share reviewed, by kind of conversation.
+"""How well do the judges read later user turns? Each judge on held-out later turns, alone and with its least sure share
+reviewed, by kind of conversation.
 
 Issue 40's bar, on held-out later turns: κ ≥ 0.70 and follow-up F1 ≥ 0.60 for the fast judge alone, and ≥ 0.85 / 0.85
-with the least sure 25 % taking the reference label (a person taken to be right: a ceiling). The sets are the
-labelled files named (by default `labels-conversation-heldout-3.jsonl`, 254 turns of conversations generated after the
-second held-out part was spent, kept out of every choice, and issue 26's 132 `labels-heldout.jsonl`, never trained on
-but looked at); the judges are judge specs (by default `learned`, the default, and `local`) and learned model files (by
-default learned-6, learned-4 and learned-3, for comparison). Prints one JSON object per set and judge. The first two
-held-out parts, `labels-conversation-heldout.jsonl` and `-heldout-2.jsonl`, were each scored once and are now training
-data (learned-6's).
+with the least sure 25 % taking the reference label (a person taken to be right: a ceiling). The sets are the labelled
+files named (by default `labels-conversation-heldout-4.jsonl`, 248 turns of conversations generated after the third part
+was spent and scored once with the default of `03ef26d`; `labels-conversation-heldout-3.jsonl`, 254 turns, scored once
+at `9ee3c98`; and issue 26's 132 `labels-heldout.jsonl`, never trained on but looked at); the judges are judge specs (by
+default `learned`, the default, and `local`) and learned model files (by default learned-6, learned-4 and learned-3, for
+comparison). Prints one JSON object per set and judge. The first two held-out parts, `labels-conversation-heldout.jsonl`
+and `-heldout-2.jsonl`, were each scored once and are now training data (learned-6's).
 
     .venv/bin/python benchmarks/judge_later_turns.py
-    .venv/bin/python benchmarks/judge_later_turns.py --sets judges/training/labels-conversation-heldout-3.jsonl --models judges/models/learned-3.json
+    .venv/bin/python benchmarks/judge_later_turns.py --sets judges/training/labels-conversation-heldout-4.jsonl --models judges/models/learned-3.json
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from testbed.judges.specs import load_judge
 
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = REPO / "judges" / "training"
-SETS = [TRAINING / "labels-conversation-heldout-3.jsonl", TRAINING / "labels-heldout.jsonl"]
+SETS = [TRAINING / f"{name}.jsonl" for name in ("labels-conversation-heldout-4", "labels-conversation-heldout-3", "labels-heldout")]
 MODELS = [REPO / "judges" / "models" / f"{name}.json" for name in ("learned-6", "learned-4", "learned-3")]
 REVIEW_SHARE = 0.25
 RESAMPLES = 1000
