@@ -62,10 +62,12 @@ class JudgeSpec(Strict):
             if self.first_reply_model_file is None:
                 raise ValueError("@first_reply_kinds names whose first replies the first-reply model judges, and there is no "
                                  "first_reply_model_file | fix: add first_reply_model_file:, or drop first_reply_kinds")
+            fix = f"fix: name scenario kinds among {', '.join(KINDS.names())}"
+            if not self.first_reply_kinds:
+                raise ValueError(f"@first_reply_kinds is empty | {fix}")
             unknown = [k for k in self.first_reply_kinds if k not in KINDS.names()]
-            if unknown or not self.first_reply_kinds:
-                raise ValueError(f"@first_reply_kinds {'unknown scenario kind ' + repr(unknown[0]) if unknown else 'is empty'} | "
-                                 f"fix: name scenario kinds among {', '.join(KINDS.names())}")
+            if unknown:
+                raise ValueError(f"@first_reply_kinds unknown scenario kind {unknown[0]!r} | {fix}")
         return self
 
 
